@@ -1,0 +1,21 @@
+"""mmvref: segmented operations with matrix-multiply units.
+
+Fast CPU ops (numpy in, numpy out; torch CPU tensors in, torch out):
+``scan``, ``segmented_scan``, ``segmented_sum``, ``segment_sum_csr``,
+``compress``, ``spmv``.
+
+Golden model of the MMV-RAM algorithms, stage by stage: ``mmvref.golden``,
+built from the instructions of ``mmvref.mmv``; bit bounds in ``mmvref.bounds``;
+every op declared once in ``mmvref.registry``.
+"""
+from . import bounds, golden, mmv, registry
+from ._fast.segmented import compress, scan, segment_sum_csr, segmented_scan, segmented_sum
+from ._fast.spmv import spmv
+from .registry import REGISTRY
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "compress", "spmv",
+    "golden", "mmv", "bounds", "registry", "REGISTRY", "__version__",
+]

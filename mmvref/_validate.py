@@ -1,0 +1,143 @@
+"""Input validation shared by the golden model and the fast ops.
+
+Every error names the argument it is about, and says what was expected and
+what was given. TypeError for a wrong kind of thing (dtype, type), ValueError
+for a wrong value (shape, length, contents).
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ._dtypes import FLAG_DTYPES, VALUE_DTYPES
+
+__all__ = [
+    "as_values",
+    "as_flags",
+    "as_indptr",
+    "as_csr",
+    "check_s",
+    "check_overflow",
+]
+
+OVERFLOW_MODES = ("raise", "wrap")
+
+
+def _asarray(a, name):
+    if isinstance(a, np.ndarray):
+        return a
+    if hasattr(a, "__array__") or isinstance(a, (list, tuple, range)):
+        try:
+            return np.asarray(a)
+        except Exception as exc:  # pragma: no cover - numpy's own message is kept
+            raise TypeError(f"{name}: cannot convert {type(a).__name__} to an array: {exc}") from exc
+    if np.isscalar(a):
+        raise ValueError(f"{name} must be 1-D, got a scalar ({a!r})")
+    raise TypeError(f"{name} must be an array, got {type(a).__name__}")
+
+
+def as_values(x, name: str = "x", ndim: int = 1) -> np.ndarray:
+    """Return ``x`` as an ndarray of a supported value dtype and ``ndim`` dims.
+
+    Python sequences are converted with ``np.asarray`` (so ``[1, 2]`` is int64
+    and ``[1.0]`` float64). An ndarray is never copied here.
+    """
+    a = _asarray(x, name)
+    if a.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got an array of shape {a.shape}")
+    if a.dtype not in VALUE_DTYPES:
+        raise TypeError(
+            f"{name} has unsupported dtype {a.dtype}; supported: "
+            + ", ".join(str(d) for d in VALUE_DTYPES)
+        )
+    return a
+
+
+def as_flags(f, n: int, name: str = "flags", check_values: bool = True) -> np.ndarray:
+    """Return segment-start flags as a 1-D ndarray of length ``n``.
+
+    Accepted: bool, int8 or uint8 arrays holding 0/1, or a Python sequence of
+    0/1 (converted to uint8). ``check_values=False`` skips the O(n) scan for
+    values outside {0, 1}, for callers that check inside their kernel.
+    """
+    a = _asarray(f, name)
+    if not isinstance(f, np.ndarray) and a.dtype.kind in "iub" and a.dtype not in FLAG_DTYPES:
+        if a.size and (a.min() < 0 or a.max() > 1):
+            raise ValueError(f"{name} must hold only 0 and 1 (segment starts), got values in [{a.min()}, {a.max()}]")
+        a = a.astype(np.uint8)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got an array of shape {a.shape}")
+    if a.dtype not in FLAG_DTYPES:
+        raise TypeError(f"{name} must be bool, int8 or uint8 (0/1 segment-start flags), got dtype {a.dtype}")
+    if a.shape[0] != n:
+        raise ValueError(f"{name} has length {a.shape[0]} but the values have length {n}")
+    if check_values and a.dtype != np.bool_ and a.size:
+        bad = a.view(np.uint8) > 1
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"{name} must hold only 0 and 1 (segment starts); {name}[{i}] = {a[i]}")
+    return a
+
+
+def check_s(s) -> int:
+    """Validate the MMV-RAM model parameter s (an integer >= 2)."""
+    try:
+        si = operator.index(s)
+    except TypeError:
+        raise TypeError(f"s must be an integer, got {type(s).__name__}") from None
+    if si < 2:
+        raise ValueError(f"s must be >= 2 (the MMV-RAM model parameter), got {si}")
+    return si
+
+
+def check_overflow(overflow) -> str:
+    if overflow not in OVERFLOW_MODES:
+        raise ValueError(f"overflow must be one of {OVERFLOW_MODES}, got {overflow!r}")
+    return overflow
+
+
+def as_indptr(indptr, name: str = "indptr", nnz: int | None = None) -> np.ndarray:
+    """Validate CSR/segment offsets: 1-D integers, starting at 0, non-decreasing,
+    ending at ``nnz`` when given. Returns an int64 array (no copy if already int64)."""
+    a = _asarray(indptr, name)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got an array of shape {a.shape}")
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{name} must have an integer dtype, got {a.dtype}")
+    if a.shape[0] == 0:
+        raise ValueError(f"{name} must have at least one entry (indptr[0] = 0)")
+    a = a.astype(np.int64, copy=False)
+    if a[0] != 0:
+        raise ValueError(f"{name}[0] must be 0, got {a[0]}")
+    if a.shape[0] > 1:
+        d = np.diff(a)
+        if (d < 0).any():
+            i = int(np.argmax(d < 0))
+            raise ValueError(f"{name} must be non-decreasing; {name}[{i}] = {a[i]} > {name}[{i + 1}] = {a[i + 1]}")
+    if nnz is not None and a[-1] != nnz:
+        raise ValueError(f"{name}[-1] must equal the number of entries ({nnz}), got {a[-1]}")
+    return a
+
+
+def as_csr(indptr, indices, data, n_cols: int | None = None, data_name: str = "data"):
+    """Validate a CSR triple. Returns (indptr int64, indices int64, data).
+
+    ``n_cols``, when given, bounds the column indices to [0, n_cols).
+    """
+    data = as_values(data, data_name)
+    ind = _asarray(indices, "indices")
+    if ind.ndim != 1:
+        raise ValueError(f"indices must be 1-D, got an array of shape {ind.shape}")
+    if ind.dtype.kind not in "iu":
+        raise TypeError(f"indices must have an integer dtype, got {ind.dtype}")
+    if ind.shape[0] != data.shape[0]:
+        raise ValueError(f"indices has length {ind.shape[0]} but {data_name} has length {data.shape[0]}")
+    ptr = as_indptr(indptr, "indptr", nnz=data.shape[0])
+    ind = ind.astype(np.int64, copy=False)
+    if n_cols is not None and ind.size:
+        lo, hi = int(ind.min()), int(ind.max())
+        if lo < 0 or hi >= n_cols:
+            bad = lo if lo < 0 else hi
+            raise ValueError(f"indices out of range: column index {bad} not in [0, {n_cols})")
+    return ptr, ind, data

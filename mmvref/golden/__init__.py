@@ -1,0 +1,40 @@
+"""The golden model: every algorithm composed only of ``mmvref.mmv``
+instructions plus scalar control flow, stage by stage, as the papers list them.
+
+Ops (validate, load words, run, finish to the project's result dtype):
+``scan`` (Alg. 1), ``scd`` (Alg. 2), ``sscr`` (Alg. 3), ``compress``,
+``seg_scan`` (App. Alg. 1), ``int_mult`` (Lemma 4.4), ``mult`` (Cor. 4.5),
+``matrix_product`` (Thm 4.6), ``spmv`` (App. Algs. 4-6), ``segment_sum_csr``
+(App. Alg. 4 lines 3-5).
+
+Stages (machine words in, words out; see ``to_words``): ``scan_words``,
+``compress_words``, ``diff``, ``diff_mmu``, ``revert``, ``end_flags``,
+``block_seg_scan``, ``recurse``, ``update_first_segment``, ``seg_scan_words``,
+``revert_spec_simple``, ``revert_spec_vector``, ``mult_words``,
+``csr_gather``, ``gather_spmv``, ``handle_leading_zeros``.
+"""
+from ._words import DEFAULT_S, finish, flag_words, to_words
+from .arith import int_mult, matrix_product, mult, mult_words
+from .scan import scan, scan_words
+from .segmented import compress, compress_words, diff, diff_mmu, end_flags, revert, scd, sscr
+from .segscan import (
+    block_seg_scan,
+    recurse,
+    revert_spec_simple,
+    revert_spec_vector,
+    seg_scan,
+    seg_scan_words,
+    update_first_segment,
+)
+from .spmv import csr_gather, gather_spmv, handle_leading_zeros, segment_sum_csr, spmv
+
+# Segmented sum: SCD is the paper's segmented-sum algorithm (Alg. 2).
+segmented_sum = scd
+
+__all__ = [
+    "DEFAULT_S", "to_words", "flag_words", "finish",
+    "scan", "scan_words", "scd", "sscr", "segmented_sum", "compress", "compress_words", "diff", "diff_mmu",
+    "revert", "end_flags", "seg_scan", "seg_scan_words", "block_seg_scan", "recurse",
+    "update_first_segment", "revert_spec_simple", "revert_spec_vector", "int_mult", "mult", "mult_words",
+    "matrix_product", "spmv", "segment_sum_csr", "csr_gather", "gather_spmv", "handle_leading_zeros",
+]

@@ -1,0 +1,121 @@
+"""The op registry: every op declared once.
+
+An :class:`OpSpec` names the op, its signature, the value dtypes it accepts
+with the result dtype of each, its golden function (``mmvref.golden``), its
+fast function (the public CPU op, or None when the op is golden-only), the
+bit bound of its intermediates (``mmvref.bounds``) and its error model.
+``npu`` backends implement these names; ``conformance`` attaches a strategy
+and a comparator to each name; benchmarks and docs read the same entries.
+
+Functions are referenced as "module:attribute" strings and resolved on first
+use, so reading the registry imports nothing heavy.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+
+from ._dtypes import VALUE_DTYPES, result_dtype
+
+__all__ = ["OpSpec", "REGISTRY", "get", "names"]
+
+#: accepted value dtype -> result dtype, the project rule (DEVELOPERS.md)
+VALUE_RULE = MappingProxyType({d: result_dtype(d) for d in VALUE_DTYPES})
+INT_RULE = MappingProxyType({d: r for d, r in VALUE_RULE.items() if d.kind == "i"})
+KEEP_DTYPE = MappingProxyType({d: d for d in VALUE_DTYPES})
+
+#: error models, by name
+EXACT_INT = "integers exact (bit-identical); floats: see the op's float bound"
+ORDERED_FP = ("integers exact; floats accumulated in the result dtype, in index order within "
+              "chunks; |err_i| <= (len_i + chunks) * u * sum_{j in segment, j<=i} |x_j|")
+PREFIX_DIFF_FP = ("integers exact; floats (golden) are differences of global prefix sums: "
+                  "|err_i| <= 2 * n * u * sum_{j<=end_i} |x_j| (scales with the prefix, not the row)")
+COPY = "exact copy (values are moved, never combined)"
+
+
+def _resolve(ref):
+    if ref is None or callable(ref):
+        return ref
+    mod, _, attr = ref.partition(":")
+    return getattr(importlib.import_module(mod), attr)
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    signature: str
+    dtypes: "MappingProxyType[np.dtype, np.dtype]"
+    golden_ref: str
+    fast_ref: str | None
+    bound_ref: str
+    error_model: str
+    paper: str
+    variants: tuple = ()  # other golden algorithms computing the same op
+
+    @property
+    def golden(self):
+        return _resolve(self.golden_ref)
+
+    @property
+    def fast(self):
+        return _resolve(self.fast_ref)
+
+    @property
+    def bound(self):
+        return _resolve(self.bound_ref)
+
+    @property
+    def golden_variants(self):
+        return tuple(_resolve(v) for v in self.variants)
+
+    def result_dtype(self, dtype) -> np.dtype:
+        dtype = np.dtype(dtype)
+        try:
+            return self.dtypes[dtype]
+        except KeyError:
+            raise TypeError(f"{self.name} does not accept dtype {dtype}; accepted: "
+                            + ", ".join(map(str, self.dtypes))) from None
+
+
+_G = "mmvref.golden:"
+_F = "mmvref._fast.segmented:"
+_B = "mmvref.bounds:"
+
+_SPECS = (
+    OpSpec("scan", "scan(x, *, exclusive=False, dtype=None, overflow='raise') -> z, z[i] = sum(x[:i+1])",
+           VALUE_RULE, _G + "scan", _F + "scan", _B + "scan", ORDERED_FP, "Alg. 1 (Thm 4.1)"),
+    OpSpec("segmented_scan",
+           "segmented_scan(x, flags, *, exclusive=False, dtype=None, overflow='raise') -> z (Problem 2.1)",
+           VALUE_RULE, _G + "seg_scan", _F + "segmented_scan", _B + "seg_scan", ORDERED_FP,
+           "App. A.2 Alg. 1 (Thm 4.3)", variants=(_G + "sscr",)),
+    OpSpec("segmented_sum", "segmented_sum(x, flags, *, dtype=None, overflow='raise') -> one sum per segment",
+           VALUE_RULE, _G + "scd", _F + "segmented_sum", _B + "scd", PREFIX_DIFF_FP, "Alg. 2 SCD (Thm 4.2)"),
+    OpSpec("segment_sum_csr",
+           "segment_sum_csr(x, indptr, *, dtype=None, overflow='raise') -> sums of x[indptr[r]:indptr[r+1]]",
+           VALUE_RULE, _G + "segment_sum_csr", _F + "segment_sum_csr", _B + "scd", PREFIX_DIFF_FP,
+           "App. A.3.3 Alg. 4 lines 3-5"),
+    OpSpec("compress", "compress(x, mask) -> x[mask == 1]", KEEP_DTYPE, _G + "compress", _F + "compress",
+           _B + "compress", COPY, "§2 COMPRESS (Thm 4.2 proof)"),
+    OpSpec("spmv", "spmv(A, x) -> A @ x for CSR A; empty rows give 0", VALUE_RULE, _G + "spmv",
+           "mmvref._fast.spmv:spmv", _B + "spmv", PREFIX_DIFF_FP, "§4.3.3 Alg. 4; App. A.3.3 Algs. 4-6"),
+    OpSpec("mult", "mult(x, y) -> x * y element-wise (integers)", INT_RULE, _G + "mult", None, _B + "mult",
+           EXACT_INT, "Cor. 4.5"),
+    OpSpec("matrix_product", "matrix_product(A, B) -> A @ B (integers)", INT_RULE, _G + "matrix_product", None,
+           _B + "matrix_product", EXACT_INT, "Thm 4.6"),
+)
+
+REGISTRY = MappingProxyType({spec.name: spec for spec in _SPECS})
+
+
+def get(name: str) -> OpSpec:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown op {name!r}; known: {', '.join(REGISTRY)}") from None
+
+
+def names(*, fast_only: bool = False):
+    return [n for n, s in REGISTRY.items() if not fast_only or s.fast_ref is not None]
