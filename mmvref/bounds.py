@@ -27,7 +27,6 @@ Why ours is tighter (Remark 3.1 asks for a bound per algorithm):
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ._validate import check_s
@@ -151,5 +150,3 @@ def levels(n: int, s: int) -> int:
     """ceil(log_s n): the recursion depth the step counts grow with."""
     return _levels(int(n), check_s(s))
 
-
-_ = math  # math kept for readers extending the bounds with logs

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import bounds, mmv
 from .._dtypes import result_dtype, word_dtype
-from .._validate import as_csr, as_values, check_s
+from .._validate import as_csr, as_indptr, as_values, check_s
 from ._words import DEFAULT_S, finish, max_abs_int
 from .scan import scan_words
 from .segmented import diff
@@ -89,8 +89,6 @@ def segment_sum_csr(x, indptr, s=DEFAULT_S, *, overflow="raise"):
     """
     x = as_values(x, "x")
     s = check_s(s)
-    from .._validate import as_indptr
-
     indptr = as_indptr(indptr, "indptr", nnz=len(x))
     xw = np.ascontiguousarray(x, dtype=word_dtype(x.dtype))
     xhat = scan_words(xw, s) if len(xw) else xw
