@@ -9,8 +9,8 @@ built from the instructions of ``mmvref.mmv``; bit bounds in ``mmvref.bounds``;
 every op declared once in ``mmvref.registry``.
 """
 from . import bounds, golden, mmv, registry
-from ._fast.segmented import compress, scan, segment_sum_csr, segmented_scan, segmented_sum
-from ._fast.spmv import spmv
+from ._fast.segops import compress, scan, segment_sum_csr, segmented_scan, segmented_sum
+from ._fast.spmv import spmv  # noqa: E402
 from .registry import REGISTRY
 
 __version__ = "0.1.0"

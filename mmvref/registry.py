@@ -81,7 +81,7 @@ class OpSpec:
 
 
 _G = "mmvref.golden:"
-_F = "mmvref._fast.segmented:"
+_F = "mmvref._fast.segops:"
 _B = "mmvref.bounds:"
 
 _SPECS = (

@@ -1,0 +1,466 @@
+"""Numba kernels of the fast segmented ops.
+
+Structure (App. A.2 Alg. 1 / MCScan): the input is cut into chunks; a
+parallel chunk-local pass; a sequential carry propagation over the (few)
+chunks; a parallel fix-up of each chunk's first segment.
+
+Integer kernels work in int64 on the speculative global form of the paper:
+P = running (unsegmented) prefix sum, b = P just before the latest segment
+start, out = P - b. Both recurrences have a one-cycle dependency chain (a
+segmented accumulator ``a = x + (a if not f else 0)`` has two), and int64 is
+exact for every int8/16/32 input of fewer than 2**32 elements. Overflow of an
+int32 result is screened per block of ``BLOCK`` elements with a bound that is
+cheap to compute from L1: |out_i| <= |out before the block| + sum |x| over the
+block; a block that fails the screen marks its chunk "suspect", and the caller
+then decides exactly with a sequential checked pass (``exact_*`` below).
+
+Float kernels accumulate directly (no prefix differences: those lose accuracy
+on long inputs) in the result dtype, in index order within a chunk; the carry
+is added to a chunk's first segment afterwards.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+BLOCK = 1024
+I32_MAX = 2147483647
+
+
+# ----------------------------------------------------------------------------- scan
+
+@njit(cache=True, parallel=True)
+def chunk_sums(x, starts, out):
+    """out[c] = sum(x[starts[c]:starts[c+1]]) in the dtype of ``out``."""
+    for c in prange(starts.size - 1):
+        xs = x[starts[c]:starts[c + 1]]
+        a = out[c] - out[c]
+        for i in range(xs.size):
+            a += xs[i]
+        out[c] = a
+
+
+@njit(cache=True)
+def _abs_sum(xs):
+    a = np.int64(0)
+    for i in range(xs.size):
+        v = np.int64(xs[i])
+        a += v if v >= 0 else -v
+    return a
+
+
+@njit(cache=True, parallel=True)
+def scan_int(x, out, starts, offs, exclusive, check, suspect):
+    """Inclusive/exclusive scan of integers, chunk c starting from offs[c] (int64)."""
+    for c in prange(starts.size - 1):
+        lo, hi = starts[c], starts[c + 1]
+        p = offs[c]
+        sus = False
+        for b0 in range(lo, hi, BLOCK):
+            b1 = min(b0 + BLOCK, hi)
+            xs = x[b0:b1]
+            os = out[b0:b1]
+            if check:
+                pa = p if p >= 0 else -p
+                if pa + _abs_sum(xs) > I32_MAX:
+                    sus = True
+            if exclusive:
+                for i in range(xs.size):
+                    os[i] = p
+                    p += xs[i]
+            else:
+                for i in range(xs.size):
+                    p += xs[i]
+                    os[i] = p
+        suspect[c] = sus
+
+
+@njit(cache=True, parallel=True)
+def scan_float(x, out, starts, offs, exclusive):
+    for c in prange(starts.size - 1):
+        xs = x[starts[c]:starts[c + 1]]
+        os = out[starts[c]:starts[c + 1]]
+        p = offs[c]
+        if exclusive:
+            for i in range(xs.size):
+                os[i] = p
+                p += xs[i]
+        else:
+            for i in range(xs.size):
+                p += xs[i]
+                os[i] = p
+
+
+# ----------------------------------------------------------------------------- flags
+
+@njit(cache=True, parallel=True)
+def flag_stats(f, starts, counts, bad):
+    """counts[c] = number of set flags in chunk c, ignoring global position 0
+    (it always starts a segment); bad[c] = OR of the raw flag bytes (> 1: invalid)."""
+    for c in prange(starts.size - 1):
+        lo = starts[c]
+        fs = f[lo:starts[c + 1]]
+        k = np.int64(0)
+        o = np.uint8(0)
+        for i in range(fs.size):
+            v = fs[i]
+            k += v
+            o |= v
+        if lo == 0 and fs.size > 0:
+            k -= fs[0]
+        counts[c] = k
+        bad[c] = o
+
+
+# ----------------------------------------------------------------------------- segmented scan
+
+@njit(cache=True)
+def _first_flag(fs):
+    """Index of the first set flag in fs, or fs.size."""
+    for i in range(fs.size):
+        if fs[i] != 0:
+            return i
+    return fs.size
+
+
+@njit(cache=True, parallel=True)
+def segscan_int(x, f, out, starts, exclusive, check, suspect, tails, has_flag, bad):
+    """Chunk-local segmented scan (a chunk's start acts as a segment start).
+
+    tails[c] = the chunk's last inclusive segmented value (int64);
+    has_flag[c] = whether a segment starts anywhere in the chunk;
+    bad[c] = OR of the raw flag bytes (> 1 means an invalid flag).
+    """
+    for c in prange(starts.size - 1):
+        lo, hi = starts[c], starts[c + 1]
+        p = np.int64(0)   # P: local prefix sum
+        b = np.int64(0)   # P just before the latest segment start
+        o = np.uint8(0)
+        sus = False
+        for b0 in range(lo, hi, BLOCK):
+            b1 = min(b0 + BLOCK, hi)
+            xs = x[b0:b1]
+            fs = f[b0:b1]
+            os = out[b0:b1]
+            if check:
+                v = p - b
+                va = v if v >= 0 else -v
+                if va + _abs_sum(xs) > I32_MAX:
+                    sus = True
+            if exclusive:
+                for i in range(xs.size):
+                    fi = fs[i]
+                    o |= fi
+                    b = p if fi != 0 else b
+                    os[i] = p - b
+                    p += xs[i]
+            else:
+                for i in range(xs.size):
+                    fi = fs[i]
+                    o |= fi
+                    b = p if fi != 0 else b
+                    p += xs[i]
+                    os[i] = p - b
+        tails[c] = p - b
+        has_flag[c] = _first_flag(f[lo:hi]) < hi - lo
+        suspect[c] = sus
+        bad[c] = o
+
+
+@njit(cache=True, parallel=True)
+def segscan_float(x, f, out, starts, exclusive, tails, has_flag, bad):
+    for c in prange(starts.size - 1):
+        lo, hi = starts[c], starts[c + 1]
+        xs = x[lo:hi]
+        fs = f[lo:hi]
+        os = out[lo:hi]
+        zero = tails[c] - tails[c]
+        a = zero
+        o = np.uint8(0)
+        if exclusive:
+            for i in range(xs.size):
+                fi = fs[i]
+                o |= fi
+                a = a if fi == 0 else zero
+                os[i] = a
+                a += xs[i]
+        else:
+            for i in range(xs.size):
+                fi = fs[i]
+                o |= fi
+                a = xs[i] + (a if fi == 0 else zero)
+                os[i] = a
+        tails[c] = a
+        has_flag[c] = _first_flag(fs) < fs.size
+        bad[c] = o
+
+
+@njit(cache=True, parallel=True)
+def fix_first_segment_float(f, out, starts, carry):
+    """out[i] += carry[c] for the positions of chunk c before its first flag."""
+    for c in prange(1, starts.size - 1):
+        cr = carry[c]
+        lo, hi = starts[c], starts[c + 1]
+        fs = f[lo:hi]
+        os = out[lo:hi]
+        for i in range(_first_flag(fs)):
+            os[i] += cr
+
+
+@njit(cache=True, parallel=True)
+def fix_first_segment_int(x, f, out, starts, carry, exclusive, mins, maxs):
+    """Integer fix-up, exact: chunk c's first-segment values recomputed in int64
+    from the carry (``out`` holds only the wrapped local values); their min/max."""
+    for c in prange(1, starts.size - 1):
+        lo, hi = starts[c], starts[c + 1]
+        fs = f[lo:hi]
+        xs = x[lo:hi]
+        os = out[lo:hi]
+        m = _first_flag(fs)
+        v = carry[c]
+        mn = v
+        mx = v
+        for i in range(m):
+            if exclusive:
+                os[i] = v
+                mn = min(mn, v)
+                mx = max(mx, v)
+                v += xs[i]
+            else:
+                v += xs[i]
+                os[i] = v
+                mn = min(mn, v)
+                mx = max(mx, v)
+        if m == 0:
+            mn = 0
+            mx = 0
+        mins[c] = mn
+        maxs[c] = mx
+
+
+# ----------------------------------------------------------------------------- segmented sum
+
+@njit(cache=True, parallel=True)
+def segsum_int_ends(x, f, starts, ends):
+    """For every chunk, the local prefix sum at the end of each local segment,
+    written to ends[lo + c + j] (j = 0: the head, before the chunk's first flag;
+    a chunk of L elements has up to L + 1 local segments, hence the shift by c).
+    Stores on every element (branch-free); only the last store to a slot stays."""
+    for c in prange(starts.size - 1):
+        lo, hi = starts[c], starts[c + 1]
+        if hi == lo:
+            continue
+        xs = x[lo:hi]
+        fs = f[lo:hi]
+        es = ends[lo + c:hi + c + 1]
+        p = np.int64(xs[0])
+        k = np.int64(0)
+        if lo != 0 and fs[0] != 0:
+            # a segment starts at the chunk's first position: the head is empty
+            es[0] = 0
+            k = 1
+        es[k] = p
+        for i in range(1, xs.size):
+            k += fs[i]
+            p += xs[i]
+            es[k] = p
+
+
+@njit(cache=True, parallel=True)
+def segsum_float_ends(x, f, starts, ends, zero):
+    """Float: each local segment's sum accumulated directly (index order)."""
+    for c in prange(starts.size - 1):
+        lo, hi = starts[c], starts[c + 1]
+        if hi == lo:
+            continue
+        xs = x[lo:hi]
+        fs = f[lo:hi]
+        es = ends[lo + c:hi + c + 1]
+        a = xs[0] + zero
+        k = np.int64(0)
+        if lo != 0 and fs[0] != 0:
+            es[0] = zero
+            k = 1
+        es[k] = a
+        for i in range(1, xs.size):
+            fi = fs[i]
+            k += fi
+            a = xs[i] + (a if fi == 0 else zero)
+            es[k] = a
+
+
+@njit(cache=True, parallel=True)
+def segsum_compact(ends, starts, counts, bases, out, is_prefix, mins, maxs):
+    """out[bases[c] + j] = local segment j's sum for the complete segments
+    j = 1 .. counts[c]-1 of every chunk (int64 differences of prefix ends when
+    ``is_prefix``, else the stored sums); min/max of what was written."""
+    for c in prange(starts.size - 1):
+        lo = starts[c]
+        k = counts[c]
+        first = 1  # local segment 0 (the head) and k (the tail) are finished sequentially
+        mn = np.int64(0)
+        mx = np.int64(0)
+        base = bases[c]
+        e = lo + c
+        for j in range(first, k):
+            if is_prefix:
+                v = ends[e + j] - ends[e + j - 1]
+            else:
+                v = ends[e + j]
+            out[base + j] = v
+            iv = np.int64(v)
+            mn = min(mn, iv)
+            mx = max(mx, iv)
+        mins[c] = mn
+        maxs[c] = mx
+
+
+# ----------------------------------------------------------------------------- CSR segment sums
+
+@njit(cache=True, parallel=True)
+def csr_sums_int(x, indptr, rstarts, share, out, mins, maxs):
+    """Segment sums over offsets; rows [rstarts[t], rstarts[t+1]) per task.
+    Every row is summed whole by the task that owns it (rows are assigned so
+    each task gets about the same number of elements; a row longer than a task's
+    share is skipped here and split by the caller into element ranges)."""
+    for t in prange(rstarts.size - 1):
+        mn = np.int64(0)
+        mx = np.int64(0)
+        for r in range(rstarts[t], rstarts[t + 1]):
+            if indptr[r + 1] - indptr[r] > share:
+                continue
+            xs = x[indptr[r]:indptr[r + 1]]
+            a = np.int64(0)
+            for i in range(xs.size):
+                a += xs[i]
+            out[r] = a
+            mn = min(mn, a)
+            mx = max(mx, a)
+        mins[t] = mn
+        maxs[t] = mx
+
+
+@njit(cache=True, parallel=True, fastmath={"reassoc", "nsz", "arcp", "contract"})
+def csr_sums_float(x, indptr, rstarts, share, out):
+    """Float segment sums; summation order within a row is left to the
+    vectorizer (reassociation): |err| <= (len-1) u sum|x| holds for any order."""
+    for t in prange(rstarts.size - 1):
+        for r in range(rstarts[t], rstarts[t + 1]):
+            if indptr[r + 1] - indptr[r] > share:
+                continue
+            xs = x[indptr[r]:indptr[r + 1]]
+            a = out[r] - out[r]
+            for i in range(xs.size):
+                a += xs[i]
+            out[r] = a
+
+
+@njit(cache=True, parallel=True)
+def range_sums_int(x, starts, out):
+    for c in prange(starts.size - 1):
+        xs = x[starts[c]:starts[c + 1]]
+        a = np.int64(0)
+        for i in range(xs.size):
+            a += xs[i]
+        out[c] = a
+
+
+@njit(cache=True, parallel=True, fastmath={"reassoc", "nsz", "arcp", "contract"})
+def range_sums_float(x, starts, out):
+    for c in prange(starts.size - 1):
+        xs = x[starts[c]:starts[c + 1]]
+        a = out[c] - out[c]
+        for i in range(xs.size):
+            a += xs[i]
+        out[c] = a
+
+
+# ----------------------------------------------------------------------------- compress
+
+@njit(cache=True, parallel=True)
+def compress_kernel(x, m, starts, bases, out):
+    """Branch-free: every element is stored at the next free slot, which only
+    advances where the mask is set. The one trailing store of a chunk lands on
+    the next chunk's first slot (or the spare last slot) and is repaired by
+    ``compress_repair`` after the parallel region."""
+    for c in prange(starts.size - 1):
+        lo, hi = starts[c], starts[c + 1]
+        xs = x[lo:hi]
+        ms = m[lo:hi]
+        k = bases[c]
+        for i in range(xs.size):
+            out[k] = xs[i]
+            k += ms[i] != 0
+
+
+@njit(cache=True)
+def compress_repair(x, m, starts, bases, out):
+    for c in range(1, starts.size - 1):
+        lo, hi = starts[c], starts[c + 1]
+        if bases[c + 1] == bases[c]:
+            continue  # chunk c kept nothing; the repair of a later chunk covers the slot
+        for i in range(lo, hi):
+            if m[i] != 0:
+                out[bases[c]] = x[i]
+                break
+
+
+# ----------------------------------------------------------------------------- exact checks (rare path)
+# An exact running sum is kept as hi * 2**64 + a, with a the wrapped int64 word
+# and hi counting the wrap-arounds; a value fits int64 iff hi == 0.
+
+@njit(cache=True)
+def _add_exact(hi, a, v):
+    # unsigned add: a signed add may be assumed not to overflow by the optimizer
+    r = np.int64(np.uint64(a) + np.uint64(v))
+    if a >= 0 and v >= 0 and r < 0:
+        hi += 1
+    elif a < 0 and v < 0 and r >= 0:
+        hi -= 1
+    return hi, r
+
+
+@njit(cache=True)
+def exact_segscan_range(x, f, exclusive, lo_lim, hi_lim):
+    """True iff every (exclusive or inclusive) segmented-scan output lies in
+    [lo_lim, hi_lim] (exact; ``f`` all-zero gives the plain scan)."""
+    hi = np.int64(0)
+    a = np.int64(0)
+    for i in range(x.size):
+        if i > 0 and f[i] != 0:
+            hi = np.int64(0)
+            a = np.int64(0)
+        if exclusive and (hi != 0 or a < lo_lim or a > hi_lim):
+            return False
+        hi, a = _add_exact(hi, a, np.int64(x[i]))
+        if not exclusive and (hi != 0 or a < lo_lim or a > hi_lim):
+            return False
+    return True
+
+
+@njit(cache=True)
+def exact_segsum_range(x, f, lo_lim, hi_lim):
+    """True iff every segment sum lies in [lo_lim, hi_lim] (exact)."""
+    hi = np.int64(0)
+    a = np.int64(0)
+    for i in range(x.size):
+        if i > 0 and f[i] != 0:
+            if hi != 0 or a < lo_lim or a > hi_lim:
+                return False
+            hi = np.int64(0)
+            a = np.int64(0)
+        hi, a = _add_exact(hi, a, np.int64(x[i]))
+    return hi == 0 and a >= lo_lim and a <= hi_lim
+
+
+@njit(cache=True)
+def exact_csr_range(x, indptr, lo_lim, hi_lim):
+    """True iff every segment sum over the offsets lies in [lo_lim, hi_lim] (exact)."""
+    for r in range(indptr.size - 1):
+        hi = np.int64(0)
+        a = np.int64(0)
+        for i in range(indptr[r], indptr[r + 1]):
+            hi, a = _add_exact(hi, a, np.int64(x[i]))
+        if hi != 0 or a < lo_lim or a > hi_lim:
+            return False
+    return True

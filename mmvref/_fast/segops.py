@@ -1,0 +1,370 @@
+"""Fast CPU segmented operations: thin wrappers that validate, allocate and
+call the Numba kernels of ``_seg_kernels``.
+
+Dtypes (DEVELOPERS.md): int8/int16/int32 -> int32, int64 -> int64,
+fp16 -> fp32, fp32/fp64 kept; ``dtype=`` picks another result dtype among
+int32, int64, float32, float64 (a float input cannot ask for an integer one).
+Integer results are exact; an actual overflow of the result dtype raises
+OverflowError unless ``overflow="wrap"`` (two's-complement wrap-around, the
+exact result modulo 2**32 or 2**64). Flags mark segment STARTS and are 0/1 in
+bool, int8 or uint8; position 0 always starts a segment.
+
+Float error bounds (u = unit roundoff of the result dtype; sums run in index
+order inside a chunk, and a chunk's first segment gets the previous chunk's
+carry added at the end, so at most one extra rounding per chunk boundary):
+  scan, segmented_scan:  |err_i| <= (len_i + 1) * u * sum_{j in segment, j<=i} |x_j|
+  segmented_sum:         |err_k| <= (len_k + chunks) * u * sum_{j in segment k} |x_j|
+  segment_sum_csr:       |err_r| <= len_r * u * sum_{j in row r} |x_j|  (any summation order)
+"""
+from __future__ import annotations
+
+import numpy as np
+import numba
+
+from .._dtypes import result_dtype
+from .._validate import as_flags, as_indptr, as_values, check_overflow
+from . import _seg_kernels as K
+from ._io import like_input, to_numpy
+
+__all__ = ["scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "compress"]
+
+#: elements per chunk below which fewer chunks are used (tests lower it to
+#: exercise the multi-chunk paths on small inputs)
+MIN_CHUNK = 1 << 14
+#: chunks per thread
+CHUNKS_PER_THREAD = 4
+
+_I32 = np.iinfo(np.int32)
+_I64 = np.iinfo(np.int64)
+_RESULT_DTYPES = tuple(np.dtype(t) for t in ("int32", "int64", "float32", "float64"))
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _chunks(n: int) -> np.ndarray:
+    c = max(1, min(numba.get_num_threads() * CHUNKS_PER_THREAD, n // MIN_CHUNK))
+    return np.linspace(0, n, c + 1).astype(np.int64)
+
+
+def _values(x, name="x"):
+    x = as_values(to_numpy(x, name), name)
+    return np.ascontiguousarray(x)
+
+
+def _result_dtype(x, dtype, op):
+    if dtype is None:
+        return result_dtype(x.dtype)
+    rdt = np.dtype(dtype)
+    if rdt not in _RESULT_DTYPES:
+        raise TypeError(f"{op}: dtype must be one of int32, int64, float32, float64, got {rdt}")
+    if x.dtype.kind == "f" and rdt.kind != "f":
+        raise TypeError(f"{op}: dtype={rdt} cannot hold a sum of {x.dtype} values; pass a float dtype")
+    return rdt
+
+
+def _kernel_input(x, rdt):
+    """What the kernels read: the integers as given (int64 accumulation), floats in the result dtype."""
+    if rdt.kind == "f":
+        return np.ascontiguousarray(x, dtype=rdt)
+    return x
+
+
+def _flags(f, n, name):
+    f = as_flags(to_numpy(f, name), n, name, check_values=False)
+    f = np.ascontiguousarray(f)
+    return f.view(np.uint8)
+
+
+def _raise_bad_flags(bad, f, name):
+    if bad.size and int(bad.max()) > 1:
+        i = int(np.argmax(f > 1))
+        raise ValueError(f"{name} must hold only 0 and 1 (segment starts); {name}[{i}] = {f[i]}")
+
+
+def _overflow(op, rdt):
+    return OverflowError(
+        f"{op}: a result overflows {rdt}; pass overflow='wrap' for two's-complement wrap-around"
+        + (", or dtype=np.int64" if rdt == np.int32 else ""))
+
+
+def _wrap(v, rdt):
+    """A Python int wrapped to ``rdt`` (two's complement)."""
+    bits = 8 * rdt.itemsize
+    v = (int(v) + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+    return rdt.type(v)
+
+
+def _int64_may_overflow(x) -> bool:
+    """Sufficient test that no partial sum of x can leave int64: n * max|x| < 2**63."""
+    if x.size == 0:
+        return False
+    m = max(abs(int(x.min())), abs(int(x.max())))
+    return x.size * m > _I64.max
+
+
+# ----------------------------------------------------------------------------- scan
+
+def scan(x, *, exclusive=False, dtype=None, overflow="raise"):
+    """Inclusive (or exclusive) prefix sum of a 1-D array: z[i] = sum(x[:i+1]) (x[:i]).
+
+    Parameters: x (1-D, int8/16/32/64 or fp16/32/64; numpy, array-like or torch
+    CPU tensor), exclusive, dtype (result dtype override), overflow ("raise" or
+    "wrap"). Returns an array of length len(x) (torch in -> torch out).
+    """
+    src = x
+    x = _values(x)
+    rdt = _result_dtype(x, dtype, "scan")
+    check_overflow(overflow)
+    n = x.size
+    out = np.empty(n, dtype=rdt)
+    if n == 0:
+        return like_input(out, src)
+    xk = _kernel_input(x, rdt)
+    starts = _chunks(n)
+    C = starts.size - 1
+    if rdt.kind == "f":
+        sums = np.zeros(C, dtype=rdt)
+        K.chunk_sums(xk, starts, sums)
+        offs = np.zeros(C, dtype=rdt)
+        acc = rdt.type(0)
+        for c in range(C):
+            offs[c] = acc
+            acc = rdt.type(acc + sums[c])
+        K.scan_float(xk, out, starts, offs, bool(exclusive))
+        return like_input(out, src)
+    sums = np.zeros(C, dtype=np.int64)
+    K.chunk_sums(xk, starts, sums)
+    offs = np.zeros(C, dtype=np.int64)
+    with np.errstate(over="ignore"):  # int64 words wrap; exactness is checked below
+        np.cumsum(sums[:-1], out=offs[1:])
+    check = overflow == "raise" and rdt == np.int32
+    suspect = np.zeros(C, dtype=np.bool_)
+    K.scan_int(xk, out, starts, offs, bool(exclusive), check, suspect)
+    if overflow == "raise":
+        lim = _I32 if rdt == np.int32 else _I64
+        if (rdt == np.int32 and suspect.any()) or (rdt == np.int64 and _int64_may_overflow(x)):
+            if not K.exact_segscan_range(xk, np.zeros(n, np.uint8), bool(exclusive), lim.min, lim.max):
+                raise _overflow("scan", rdt)
+    return like_input(out, src)
+
+
+# ----------------------------------------------------------------------------- segmented scan
+
+def segmented_scan(x, flags, *, exclusive=False, dtype=None, overflow="raise"):
+    """Segmented prefix sum (Problem 2.1): z[i] = x[i] if i == 0 or flags[i] else z[i-1] + x[i].
+
+    ``flags`` (bool/int8/uint8, 0/1, same length) mark segment starts. With
+    ``exclusive=True`` each segment's first output is 0 and z[i] sums the
+    segment's elements before i. Returns an array of len(x).
+    """
+    src = x
+    x = _values(x)
+    f = _flags(flags, x.size, "flags")
+    rdt = _result_dtype(x, dtype, "segmented_scan")
+    check_overflow(overflow)
+    n = x.size
+    out = np.empty(n, dtype=rdt)
+    if n == 0:
+        return like_input(out, src)
+    xk = _kernel_input(x, rdt)
+    starts = _chunks(n)
+    C = starts.size - 1
+    has_flag = np.zeros(C, dtype=np.bool_)
+    bad = np.zeros(C, dtype=np.uint8)
+    ex = bool(exclusive)
+    if rdt.kind == "f":
+        tails = np.zeros(C, dtype=rdt)
+        K.segscan_float(xk, f, out, starts, ex, tails, has_flag, bad)
+        _raise_bad_flags(bad, f, "flags")
+        carry = np.zeros(C, dtype=rdt)
+        for c in range(1, C):
+            carry[c] = tails[c - 1] if has_flag[c - 1] else rdt.type(carry[c - 1] + tails[c - 1])
+        K.fix_first_segment_float(f, out, starts, carry)
+        return like_input(out, src)
+    tails = np.zeros(C, dtype=np.int64)
+    suspect = np.zeros(C, dtype=np.bool_)
+    check = overflow == "raise" and rdt == np.int32
+    K.segscan_int(xk, f, out, starts, ex, check, suspect, tails, has_flag, bad)
+    _raise_bad_flags(bad, f, "flags")
+    carry = np.zeros(C, dtype=np.int64)
+    for c in range(1, C):  # int64 words: wrap like the kernels (exact modulo 2**64)
+        carry[c] = tails[c - 1] if has_flag[c - 1] else _wrap(int(carry[c - 1]) + int(tails[c - 1]), carry.dtype)
+    mins = np.zeros(C, dtype=np.int64)
+    maxs = np.zeros(C, dtype=np.int64)
+    K.fix_first_segment_int(xk, f, out, starts, carry, ex, mins, maxs)
+    if overflow == "raise":
+        lim = _I32 if rdt == np.int32 else _I64
+        if rdt == np.int32:
+            maybe = suspect.any() or mins.min() < lim.min or maxs.max() > lim.max
+        else:
+            maybe = _int64_may_overflow(x)
+        if maybe and not K.exact_segscan_range(xk, f, ex, lim.min, lim.max):
+            raise _overflow("segmented_scan", rdt)
+    return like_input(out, src)
+
+
+# ----------------------------------------------------------------------------- segmented sum
+
+def segmented_sum(x, flags, *, dtype=None, overflow="raise"):
+    """One sum per segment, in order. ``flags`` mark segment starts (position 0
+    always starts one), so there are 1 + (set flags after position 0) segments
+    for len(x) >= 1, and none for len(x) == 0.
+
+    Integers: local prefix sums at segment ends in int64, differenced exactly.
+    Floats: each segment accumulated directly in index order (no prefix
+    differences), so a segment's error scales with its own magnitude.
+    """
+    src = x
+    x = _values(x)
+    f = _flags(flags, x.size, "flags")
+    rdt = _result_dtype(x, dtype, "segmented_sum")
+    check_overflow(overflow)
+    n = x.size
+    if n == 0:
+        return like_input(np.empty(0, dtype=rdt), src)
+    xk = _kernel_input(x, rdt)
+    starts = _chunks(n)
+    C = starts.size - 1
+    counts = np.zeros(C, dtype=np.int64)
+    bad = np.zeros(C, dtype=np.uint8)
+    K.flag_stats(f, starts, counts, bad)
+    _raise_bad_flags(bad, f, "flags")
+    bases = np.zeros(C, dtype=np.int64)
+    np.cumsum(counts[:-1], out=bases[1:])
+    nseg = 1 + int(counts.sum())
+    out = np.empty(nseg, dtype=rdt)
+    mins = np.zeros(C, dtype=np.int64)
+    maxs = np.zeros(C, dtype=np.int64)
+    is_int = rdt.kind != "f"
+    ends = np.empty(n + C, dtype=np.int64 if is_int else rdt)  # only the touched pages are ever committed
+    if is_int:
+        K.segsum_int_ends(xk, f, starts, ends)
+    else:
+        K.segsum_float_ends(xk, f, starts, ends, rdt.type(0))
+    K.segsum_compact(ends, starts, counts, bases, out, is_int, mins, maxs)
+
+    def local_sum(c, j):
+        lo = int(starts[c]) + c
+        if not is_int:
+            return ends[lo + j]
+        return int(ends[lo + j]) - (int(ends[lo + j - 1]) if j > 0 else 0)
+
+    # Sequential finish: the head of every chunk joins the segment running in
+    # from the left; a chunk's last segment may run on into the next chunk.
+    pending = 0 if is_int else rdt.type(0)
+    finished = []  # (index, value) of segments completed across chunk boundaries
+    for c in range(C):
+        if starts[c + 1] == starts[c]:
+            continue
+        pending = pending + local_sum(c, 0)
+        k = int(counts[c])
+        if k > 0:
+            finished.append((int(bases[c]), pending))
+            pending = local_sum(c, k)
+    finished.append((nseg - 1, pending))
+    if not is_int:
+        for i, v in finished:
+            out[i] = v
+        return like_input(out, src)
+    if overflow == "raise":
+        if rdt == np.int64:
+            # the int64 prefix sums are exact only modulo 2**64
+            if _int64_may_overflow(x) and not K.exact_segsum_range(xk, f, _I64.min, _I64.max):
+                raise _overflow("segmented_sum", rdt)
+        else:
+            vals = [v for _, v in finished]
+            if (min(min(vals), int(mins.min())) < _I32.min
+                    or max(max(vals), int(maxs.max())) > _I32.max):
+                raise _overflow("segmented_sum", rdt)
+    for i, v in finished:
+        out[i] = _wrap(v, rdt)
+    return like_input(out, src)
+
+
+# ----------------------------------------------------------------------------- CSR segment sums
+
+def segment_sum_csr(x, indptr, *, dtype=None, overflow="raise"):
+    """Sums of x over the segments x[indptr[r]:indptr[r+1]]; empty segments give 0.
+
+    ``indptr``: integers, indptr[0] == 0, non-decreasing, indptr[-1] == len(x).
+    Returns an array of len(indptr) - 1. Rows are split among threads by
+    element count; a row longer than a thread's share is itself split.
+    """
+    src = x
+    x = _values(x)
+    ip = as_indptr(to_numpy(indptr, "indptr"), "indptr", nnz=x.size)
+    rdt = _result_dtype(x, dtype, "segment_sum_csr")
+    check_overflow(overflow)
+    m = ip.size - 1
+    out = np.zeros(m, dtype=rdt)
+    n = x.size
+    if m == 0 or n == 0:
+        return like_input(out, src)
+    xk = _kernel_input(x, rdt)
+    T = numba.get_num_threads()
+    tasks = max(1, min(T * 16, m, n // 1024 + 1))
+    cuts = np.searchsorted(ip, np.linspace(0, n, tasks + 1)[1:-1], side="right") - 1
+    rstarts = np.unique(np.concatenate([[0], np.clip(cuts, 0, m), [m]])).astype(np.int64)
+    share = max(n // T, 1 << 16)
+    lengths = np.diff(ip)
+    long_rows = np.flatnonzero(lengths > share)
+    is_int = rdt.kind != "f"
+    if is_int:
+        mins = np.zeros(rstarts.size - 1, dtype=np.int64)
+        maxs = np.zeros(rstarts.size - 1, dtype=np.int64)
+        K.csr_sums_int(xk, ip, rstarts, share, out, mins, maxs)
+        lo_v, hi_v = int(mins.min()), int(maxs.max())
+    else:
+        K.csr_sums_float(xk, ip, rstarts, share, out)
+    for r in long_rows:  # a long row's elements are split across threads
+        a, b = int(ip[r]), int(ip[r + 1])
+        parts = np.linspace(a, b, T * 4 + 1).astype(np.int64)
+        if is_int:
+            ps = np.zeros(parts.size - 1, dtype=np.int64)
+            K.range_sums_int(xk, parts, ps)
+            v = int(ps.sum())  # exact for int8/16/32 input; modulo 2**64 for int64
+            lo_v, hi_v = min(lo_v, v), max(hi_v, v)
+            out[r] = _wrap(v, rdt)
+        else:
+            ps = np.zeros(parts.size - 1, dtype=rdt)
+            K.range_sums_float(xk, parts, ps)
+            out[r] = ps.sum(dtype=rdt)
+    if is_int and overflow == "raise":
+        lim = _I32 if rdt == np.int32 else _I64
+        if rdt == np.int64:
+            if _int64_may_overflow(x) and not K.exact_csr_range(xk, ip, lim.min, lim.max):
+                raise _overflow("segment_sum_csr", rdt)
+        elif lo_v < lim.min or hi_v > lim.max:
+            raise _overflow("segment_sum_csr", rdt)
+    return like_input(out, src)
+
+
+# ----------------------------------------------------------------------------- compress
+
+def compress(x, mask):
+    """The entries of ``x`` where ``mask`` is 1, in order (COMPRESS of §2; like
+    ``np.compress`` / ``torch.masked_select``). The dtype of ``x`` is kept."""
+    src = x
+    x = _values(x)
+    m = _flags(mask, x.size, "mask")
+    n = x.size
+    if n == 0:
+        return like_input(x[:0].copy(), src)
+    starts = _chunks(n)
+    C = starts.size - 1
+    counts = np.zeros(C, dtype=np.int64)
+    bad = np.zeros(C, dtype=np.uint8)
+    K.flag_stats(m, starts, counts, bad)
+    _raise_bad_flags(bad, m, "mask")
+    counts[0] += m[0]  # flag_stats does not count position 0; compress does
+    bases = np.zeros(C + 1, dtype=np.int64)
+    np.cumsum(counts, out=bases[1:])
+    total = int(bases[-1])
+    # the kernel moves bits: view the values as unsigned words of their size
+    # (so fp16, which numba cannot load, and NaN payloads copy exactly)
+    bits = np.dtype(f"u{x.dtype.itemsize}")
+    buf = np.empty(total + 1, dtype=x.dtype)
+    xb, bb = x.view(bits), buf.view(bits)
+    K.compress_kernel(xb, m, starts, bases, bb)
+    K.compress_repair(xb, m, starts, bases, bb)
+    return like_input(buf[:total], src)
