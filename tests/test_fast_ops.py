@@ -1,0 +1,215 @@
+"""The fast CPU ops against the plain-loop oracle: every dtype, edge lengths,
+chunk boundaries (the chunk size is lowered so small inputs take the
+multi-chunk paths), flag densities 0..1, exclusive, overflow raise and wrap,
+non-contiguous and read-only inputs, torch in / torch out, bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from oracle import (
+    oracle_compress,
+    oracle_scan,
+    oracle_segment_sum_csr,
+    oracle_segmented_scan,
+    oracle_segmented_sum,
+    wrap,
+)
+
+import mmvref
+from mmvref._fast import segops
+
+DTYPES = ["int8", "int16", "int32", "int64", "float16", "float32", "float64"]
+RESULT = {"int8": "int32", "int16": "int32", "int32": "int32", "int64": "int64",
+          "float16": "float32", "float32": "float32", "float64": "float64"}
+
+
+@pytest.fixture(autouse=True, params=[1, 3, 1 << 14], ids=["chunk1", "chunk3", "chunk16k"])
+def chunk_size(request, monkeypatch):
+    monkeypatch.setattr(segops, "MIN_CHUNK", request.param)
+    return request.param
+
+
+@st.composite
+def inputs(draw, big=False):
+    dt = draw(st.sampled_from(DTYPES))
+    n = draw(st.one_of(st.sampled_from([0, 1, 2, 7, 8, 9, 63, 64, 65]), st.integers(0, 300)))
+    if dt.startswith("int"):
+        info = np.iinfo(dt)
+        lim = info.max if big else min(info.max, 1000)
+        edge = st.sampled_from([info.min, info.max, 0, -1, 1]) if big else st.integers(-lim, lim)
+        elems = st.one_of(st.integers(max(-lim, info.min), lim), edge)
+        x = np.array(draw(st.lists(elems, min_size=n, max_size=n)), dtype=dt)
+    else:
+        x = np.array(draw(st.lists(st.floats(-100, 100, width=16 if dt == "float16" else 32),
+                                   min_size=n, max_size=n)), dtype=dt)
+    density = draw(st.sampled_from([0.0, 1.0, 0.02, 0.3]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    fdt = draw(st.sampled_from([np.uint8, np.int8, np.bool_]))
+    f = (rng.random(n) < density).astype(fdt)
+    return x, f, rng
+
+
+def _check(actual, expected, x, overflow="raise"):
+    rdt = np.dtype(RESULT[x.dtype.name])
+    assert actual.dtype == rdt
+    if rdt.kind == "i":
+        bits = 8 * rdt.itemsize
+        assert actual.tolist() == [wrap(v, bits) for v in expected]
+    else:
+        e = np.array(expected, dtype=np.float64)
+        tol = (len(x) + 2) * np.finfo(rdt).eps * (np.abs(x.astype(np.float64)).sum() + 1)
+        assert np.all(np.abs(actual.astype(np.float64) - e) <= tol)
+
+
+def _fits(values, dt):
+    rdt = np.dtype(RESULT[dt.name])
+    if rdt.kind != "i":
+        return True
+    info = np.iinfo(rdt)
+    return all(info.min <= v <= info.max for v in values)
+
+
+def _run(fn, expected, x, overflow):
+    if overflow == "raise" and not _fits(expected, x.dtype):
+        with pytest.raises(OverflowError, match="overflow"):
+            fn()
+        return
+    _check(fn(), expected, x, overflow)
+
+
+@given(inputs(), st.booleans(), st.sampled_from(["raise", "wrap"]))
+def test_scan(case, exclusive, overflow):
+    x, _, _ = case
+    _run(lambda: mmvref.scan(x, exclusive=exclusive, overflow=overflow), oracle_scan(x, exclusive), x, overflow)
+
+
+@given(inputs(), st.booleans(), st.sampled_from(["raise", "wrap"]))
+def test_segmented_scan(case, exclusive, overflow):
+    x, f, _ = case
+    _run(lambda: mmvref.segmented_scan(x, f, exclusive=exclusive, overflow=overflow),
+         oracle_segmented_scan(x, f, exclusive), x, overflow)
+
+
+@given(inputs(), st.sampled_from(["raise", "wrap"]))
+def test_segmented_sum(case, overflow):
+    x, f, _ = case
+    _run(lambda: mmvref.segmented_sum(x, f, overflow=overflow), oracle_segmented_sum(x, f), x, overflow)
+
+
+@given(inputs(), st.sampled_from(["raise", "wrap"]))
+def test_segment_sum_csr(case, overflow):
+    x, _, rng = case
+    n = len(x)
+    cuts = np.sort(rng.integers(0, n + 1, int(rng.integers(0, n + 4))))
+    ip = np.concatenate([[0], cuts, [n]]).astype(np.int64)  # empty segments anywhere
+    _run(lambda: mmvref.segment_sum_csr(x, ip, overflow=overflow), oracle_segment_sum_csr(x, ip), x, overflow)
+
+
+@given(inputs(big=True), st.sampled_from(["raise", "wrap"]), st.booleans())
+def test_int_edges_overflow_raise_and_wrap(case, overflow, exclusive):
+    x, f, _ = case
+    _run(lambda: mmvref.segmented_scan(x, f, exclusive=exclusive, overflow=overflow),
+         oracle_segmented_scan(x, f, exclusive), x, overflow)
+    _run(lambda: mmvref.segmented_sum(x, f, overflow=overflow), oracle_segmented_sum(x, f), x, overflow)
+    _run(lambda: mmvref.scan(x, exclusive=exclusive, overflow=overflow), oracle_scan(x, exclusive), x, overflow)
+
+
+@given(inputs())
+def test_compress(case):
+    x, f, _ = case
+    r = mmvref.compress(x, f)
+    assert r.dtype == x.dtype
+    np.testing.assert_array_equal(r, np.array(oracle_compress(x, f), dtype=x.dtype).reshape(-1))
+
+
+def test_all_flags_and_no_flags():
+    x = np.arange(1, 11, dtype=np.int32)
+    np.testing.assert_array_equal(mmvref.segmented_scan(x, np.ones(10, np.uint8)), x)
+    np.testing.assert_array_equal(mmvref.segmented_sum(x, np.ones(10, np.uint8)), x)
+    np.testing.assert_array_equal(mmvref.segmented_scan(x, np.zeros(10, np.uint8)), np.cumsum(x))
+    np.testing.assert_array_equal(mmvref.segmented_sum(x, np.zeros(10, np.uint8)), [55])
+
+
+def test_empty_segments_csr_and_empty_input():
+    x = np.arange(6, dtype=np.int16)
+    np.testing.assert_array_equal(mmvref.segment_sum_csr(x, [0, 0, 0, 3, 3, 6, 6]), [0, 0, 3, 0, 12, 0])
+    assert mmvref.segment_sum_csr(np.zeros(0, np.int32), [0]).shape == (0,)
+    np.testing.assert_array_equal(mmvref.segment_sum_csr(np.zeros(0, np.int32), [0, 0, 0]), [0, 0])
+    for op in (mmvref.segmented_scan, mmvref.segmented_sum):
+        r = op(np.zeros(0, np.int8), np.zeros(0, np.uint8))
+        assert r.shape == (0,) and r.dtype == np.int32
+    assert mmvref.scan(np.zeros(0, np.float16)).dtype == np.float32
+
+
+def test_non_contiguous_and_read_only():
+    base = np.arange(40, dtype=np.int32)
+    x = base[::2]
+    f = np.zeros(40, np.uint8)[::2]
+    f[[0, 5, 11]] = 1
+    x.setflags(write=False)
+    np.testing.assert_array_equal(mmvref.segmented_scan(x, f), oracle_segmented_scan(x, f))
+    np.testing.assert_array_equal(mmvref.segmented_sum(x, f), oracle_segmented_sum(x, f))
+    np.testing.assert_array_equal(mmvref.scan(x), oracle_scan(x))
+    np.testing.assert_array_equal(mmvref.compress(x, f), oracle_compress(x, f))
+
+
+def test_torch_in_torch_out():
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([2, 2, 3, 3, 1, 3, 1, 2], dtype=torch.int32)
+    f = torch.tensor([1, 0, 1, 0, 0, 1, 0, 0], dtype=torch.bool)
+    r = mmvref.segmented_scan(x, f)
+    assert isinstance(r, torch.Tensor) and r.dtype == torch.int32
+    assert r.tolist() == [2, 4, 3, 6, 7, 3, 4, 6]
+    assert mmvref.segmented_sum(x, f).tolist() == [4, 7, 6]
+    assert mmvref.compress(x, f).tolist() == [2, 3, 3]
+    assert mmvref.segment_sum_csr(x, torch.tensor([0, 2, 5, 8])).tolist() == [4, 7, 6]
+    assert mmvref.scan(x.to(torch.float16)).dtype == torch.float32
+
+
+def test_dtype_override():
+    x = np.full(10, 2**30, dtype=np.int32)
+    with pytest.raises(OverflowError, match="dtype=np.int64"):
+        mmvref.scan(x)
+    assert mmvref.scan(x, dtype=np.int64)[-1] == 10 * 2**30
+    assert mmvref.segmented_sum(x, np.zeros(10, np.uint8), dtype=np.float64)[0] == 10 * 2**30
+    with pytest.raises(TypeError, match="dtype"):
+        mmvref.scan(np.ones(3, np.float32), dtype=np.int32)
+    with pytest.raises(TypeError, match="dtype"):
+        mmvref.scan(x, dtype=np.int16)
+
+
+@pytest.mark.parametrize("op", ["segmented_scan", "segmented_sum"])
+def test_bad_input_errors_name_the_argument(op):
+    fn = getattr(mmvref, op)
+    x = np.arange(4, dtype=np.int32)
+    with pytest.raises(ValueError, match="flags"):
+        fn(x, np.array([1, 2, 0, 0], np.uint8))
+    with pytest.raises(ValueError, match="flags"):
+        fn(x, np.array([1, 0, -1, 0], np.int8))
+    with pytest.raises(ValueError, match="flags has length"):
+        fn(x, np.zeros(3, np.uint8))
+    with pytest.raises(TypeError, match="flags"):
+        fn(x, np.zeros(4, np.float32))
+    with pytest.raises(ValueError, match="x must be 1-D"):
+        fn(x.reshape(2, 2), np.zeros(4, np.uint8))
+    with pytest.raises(TypeError, match="x has unsupported dtype"):
+        fn(x.astype(np.uint16), np.zeros(4, np.uint8))
+    with pytest.raises(ValueError, match="overflow"):
+        fn(x, np.zeros(4, np.uint8), overflow="saturate")
+
+
+def test_bad_indptr_errors():
+    x = np.arange(4, dtype=np.int32)
+    with pytest.raises(ValueError, match=r"indptr\[0\] must be 0"):
+        mmvref.segment_sum_csr(x, [1, 4])
+    with pytest.raises(ValueError, match="non-decreasing"):
+        mmvref.segment_sum_csr(x, [0, 3, 2, 4])
+    with pytest.raises(ValueError, match=r"indptr\[-1\] must equal"):
+        mmvref.segment_sum_csr(x, [0, 3])
+    with pytest.raises(TypeError, match="indptr"):
+        mmvref.segment_sum_csr(x, np.array([0.0, 4.0]))
+    with pytest.raises(ValueError, match="mask"):
+        mmvref.compress(x, np.array([0, 3, 0, 0], np.uint8))
