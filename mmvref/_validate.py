@@ -24,9 +24,11 @@ __all__ = [
 OVERFLOW_MODES = ("raise", "wrap")
 
 
-def _asarray(a, name):
+def _asarray(a, name, empty_dtype=None):
     if isinstance(a, np.ndarray):
         return a
+    if empty_dtype is not None and isinstance(a, (list, tuple, range)) and len(a) == 0:
+        return np.zeros(0, dtype=empty_dtype)  # np.asarray([]) would be float64
     if hasattr(a, "__array__") or isinstance(a, (list, tuple, range)):
         try:
             return np.asarray(a)
@@ -100,7 +102,7 @@ def check_overflow(overflow) -> str:
 def as_indptr(indptr, name: str = "indptr", nnz: int | None = None) -> np.ndarray:
     """Validate CSR/segment offsets: 1-D integers, starting at 0, non-decreasing,
     ending at ``nnz`` when given. Returns an int64 array (no copy if already int64)."""
-    a = _asarray(indptr, name)
+    a = _asarray(indptr, name, empty_dtype=np.int64)
     if a.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got an array of shape {a.shape}")
     if a.dtype.kind not in "iu":
@@ -126,7 +128,7 @@ def as_csr(indptr, indices, data, n_cols: int | None = None, data_name: str = "d
     ``n_cols``, when given, bounds the column indices to [0, n_cols).
     """
     data = as_values(data, data_name)
-    ind = _asarray(indices, "indices")
+    ind = _asarray(indices, "indices", empty_dtype=np.int64)
     if ind.ndim != 1:
         raise ValueError(f"indices must be 1-D, got an array of shape {ind.shape}")
     if ind.dtype.kind not in "iu":

@@ -20,10 +20,11 @@ Why ours is tighter (Remark 3.1 asks for a bound per algorithm):
   differences of nested prefixes, UpdateFirstSegment's carry plus an in-block
   sum that follows it). So |value| <= sum |x| <= n*M. Flag scans count flags:
   <= n. The paper bounds these by Thm 4.1's O(n^2 M) (Thms 4.2, 4.3).
-* Lemma 4.4 / Cor. 4.5 (integer products): the partial sums of the school
-  method for |a|*|b| are at most |a| (2^m - 1) with m = bit length of max|b|;
-  a segmented scan over n such rows only ever sums disjoint ranges of them:
-  <= n M_x (2^m - 1) <= n M_x (2 M_y - 1).
+* Lemma 4.4 / Cor. 4.5 (integer products): the k-th partial sum of the
+  school method for |a|*|b| is |a| * (|b| mod 2^(k+1)) <= |a||b|, and the
+  shifted rows |a| 2^k (k < m = bit length of |b|) are <= |a||b| too; a
+  segmented scan over n such rows only ever sums disjoint ranges of them:
+  <= sum_i |x_i||y_i| <= n M_x M_y. Paper: O(log M) bits per element.
 """
 from __future__ import annotations
 
@@ -112,25 +113,28 @@ def compress(n, s, max_abs) -> Bound:
 
 
 def int_mult(max_a, max_b, s=2) -> Bound:
-    """Lemma 4.4. Ours: max(|a| (2^m - 1), m), m = bit length of max|b|. Paper: O(log M) bits, i.e. ~M^2."""
+    """Lemma 4.4. Ours: max(|a||b|, |a|, |b|, m), m = bit length of |b| (partial sums
+    |a| (|b| mod 2^(k+1)) and rows |a| 2^k never exceed |a||b|). Paper: O(log M) bits, ~2 M^2."""
     A, Bm = _check(max_a, max_b)
     m = max(Bm.bit_length(), 1)
-    return Bound(max(A * (2 ** m - 1), m), max(A, Bm, 1) ** 2 * 2, "Lemma 4.4; school-method partial sums")
+    # rows |a| 2^k <= |a| 2^(m-1) <= |a||b| when b != 0; for b = 0 the unmasked row is |a|
+    return Bound(max(A * Bm, A, Bm, m), max(A, Bm, 1) ** 2 * 2, "Lemma 4.4; school-method partial sums")
 
 
 def mult(n, s, max_x, max_y) -> Bound:
-    """Cor. 4.5. Ours: max(n M_x (2^m - 1), n*m), m = bit length of max|y|. Paper: O(log(nM)) bits."""
+    """Cor. 4.5. Ours: max(n M_x M_y, M_x, M_y, n*m), m = bit length of max|y| (disjoint
+    ranges of school-method rows; n*m bounds the flag scans). Paper: O(log(nM)) bits."""
     n, Mx = _check(n, max_x)
     _, My = _check(n, max_y)
     s = check_s(s)
     m = max(My.bit_length(), 1)
-    return Bound(max(n * Mx * (2 ** m - 1), n * m), max(n * max(Mx, My, 1) ** 2 * 2, n * m),
+    return Bound(max(n * Mx * My, Mx, My, n * m), max(n * max(Mx, My, 1) ** 2 * 2, n * m, Mx, My),
                  "Cor. 4.5; disjoint ranges of school-method rows")
 
 
 def matrix_product(n, p, q, s, max_a, max_b) -> Bound:
     """Thm 4.6 for an n x p times p x q product: N = n*q*p scalar products, then
-    segment sums of p. Ours: max(N M_A (2^m - 1), N*m). Paper: O(log(nM)) bits."""
+    segment sums of p. Ours: max(N M_A M_B, N*m). Paper: O(log(nM)) bits."""
     N = int(n) * int(q) * int(p)
     inner = mult(N, s, max_a, max_b)
     return Bound(inner.magnitude, inner.paper_magnitude, "Thm 4.6 via Cor. 4.5 and a segmented scan")

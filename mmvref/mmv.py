@@ -374,14 +374,19 @@ def revspec(xbar, fbar, s):
     return _vcu("revspec", len(xbar), out)
 
 
+def _as_bits(a):
+    """Data movement moves bits: view 2-byte floats (which numba cannot load) as uint16."""
+    return a.view(np.uint16) if a.dtype == np.float16 else a
+
+
 def gather(x, idx):
     """GATHER: z(i) = x(idx(i)), and 0 where idx(i) is outside [0, len(x)).
 
     The irregular read of §3.1 / Thm 4.7's proof / App. Alg. 5 line 4."""
-    x = np.asarray(x)
+    x = np.ascontiguousarray(x)
     idx = np.ascontiguousarray(idx, dtype=np.int64)
     z = np.zeros(len(idx), dtype=x.dtype)
-    _k.gather_idx(np.ascontiguousarray(x), idx, z)
+    _k.gather_idx(_as_bits(x), idx, _as_bits(z))
     return _vcu("gather", len(idx), z)
 
 
@@ -389,10 +394,10 @@ def scatter(x, idx, m):
     """SCATTER: z = zeros(m); z(idx(i)) = x(i) where 0 <= idx(i) < m.
 
     The all-to-all write of Thm 4.2's proof (COMPRESS's "GATHER" circuit)."""
-    x = np.asarray(x)
+    x = np.ascontiguousarray(x)
     idx = np.ascontiguousarray(idx, dtype=np.int64)
     z = np.zeros(int(m), dtype=x.dtype)
-    _k.scatter_idx(np.ascontiguousarray(x), idx, z)
+    _k.scatter_idx(_as_bits(x), idx, _as_bits(z))
     return _vcu("scatter", len(x), z)
 
 

@@ -18,8 +18,8 @@ carry added at the end, so at most one extra rounding per chunk boundary):
 """
 from __future__ import annotations
 
-import numpy as np
 import numba
+import numpy as np
 
 from .._dtypes import result_dtype
 from .._validate import as_flags, as_indptr, as_values, check_overflow

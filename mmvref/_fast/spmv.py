@@ -1,1 +1,245 @@
-def spmv(*a, **k): raise NotImplementedError
+"""Fast CPU CSR sparse matrix-vector product: validate, allocate, call the
+Numba kernels of ``_spmv_kernels`` (the design is described there).
+
+This is the production path; ``mmvref.golden.spmv`` is the paper's Alg. 4
+(global scan, gather, difference), which is not used here because in floating
+point a row's error would scale with the global prefix sums instead of the row.
+"""
+from __future__ import annotations
+
+import operator
+
+import numba
+import numpy as np
+
+from .._dtypes import result_dtype
+from .._validate import as_csr, as_values, check_overflow
+from . import _spmv_kernels as K
+from ._io import is_tensor, like_input, to_numpy
+
+__all__ = ["spmv"]
+
+#: cost (nonzeros + ROW_COST * rows) below which fewer chunks are used; tests
+#: lower it to exercise rows split across chunks on small matrices
+MIN_CHUNK_COST = 1 << 15
+#: chunks per thread
+CHUNKS_PER_THREAD = 8
+
+_I64 = np.iinfo(np.int64)
+_SAFE_INT64 = float(1 << 62)  # a row whose sum of |a_ij x_j| stays below this never left int64
+
+
+def spmv(A, x, *, overflow="raise"):
+    """y = A @ x for a CSR matrix A; rows without entries give 0.
+
+    Parameters
+    - A: a ``scipy.sparse`` CSR matrix or CSR array, a torch sparse CSR CPU
+      tensor, or a tuple ``(indptr, indices, data, shape)``. Column indices
+      may be unsorted and repeated within a row (repeats are summed). Any
+      integer index dtypes; the arrays are used as given (no copy when they
+      are contiguous, 32- or 64-bit).
+    - x: 1-D, length ``shape[1]``; numpy, array-like or torch CPU tensor.
+    - overflow: integer results only. ``"raise"`` (default) raises
+      OverflowError when an exact row result does not fit the result dtype;
+      ``"wrap"`` returns it modulo 2**32 / 2**64 (two's complement).
+
+    Returns y of length ``shape[0]``: a numpy array, or a torch tensor when x
+    is one.
+
+    Dtypes: the values are promoted with ``np.result_type(data, x)`` and the
+    project rule (``mmvref._dtypes.result_dtype``) gives the result dtype:
+    int8/int16/int32 -> int32, int64 -> int64, float16 -> float32, float32
+    and float64 kept. Examples: (float32, float32) -> float32; (float32,
+    float64) -> float64; (int32, float32) -> float64 (numpy's promotion);
+    (int8, int16) -> int32. Unsigned, bool and complex values raise TypeError.
+
+    Integers are exact: products and sums run in int64 that wraps (exact
+    modulo 2**64); with ``overflow="raise"`` a row whose float64 sum of
+    |a_ij x_j| reaches 2**62 is recomputed with Python integers, so the check
+    is on the exact value, products and sums of int64 inputs included.
+
+    Floats accumulate in the result dtype in an order that is not the index
+    order (W-lane partial sums, rows split across threads, a tree at the
+    end). For a row i with k stored entries and u the unit roundoff of the
+    result dtype (2**-24 float32, 2**-53 float64):
+
+        |y_i - sum_j a_ij x_j| <= gamma_k * sum_j |a_ij x_j|,  gamma_k = k u / (1 - k u),
+
+    where a_ij and x_j are the inputs converted to the result dtype (exact,
+    except int64 values above 2**53 in float64: then use gamma_{k+2}). This is
+    the bound of any summation order of the k products, so it covers the
+    reassociation. NaN and inf propagate as in IEEE arithmetic.
+    """
+    src = x
+    check_overflow(overflow)
+    indptr, indices, data, (m, n) = _csr_parts(A)
+    x = as_values(to_numpy(x, "x"), "x")
+    if x.shape[0] != n:
+        raise ValueError(f"x has length {x.shape[0]} but A has {n} columns (shape {(m, n)})")
+    data = np.ascontiguousarray(as_values(to_numpy(data, "data"), "data"))
+    rdt = result_dtype(np.result_type(data.dtype, x.dtype))
+    indptr, indices = _index_arrays(indptr, indices, data, m, n)
+    nnz = data.shape[0]
+
+    if nnz == 0 or m == 0:
+        return like_input(np.zeros(m, dtype=rdt), src)
+    if n == 0:  # entries but no column for them
+        _raise_invalid(indptr, indices, data, n)
+
+    C = _n_chunks(nnz + K.ROW_COST * m)
+    R, E = K.partition(indptr, C, K.ROW_COST)
+    umax = np.zeros(C, dtype=np.uint64)
+    bad = np.zeros(C, dtype=np.bool_)
+    if rdt.kind == "f":
+        y = _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n)
+    else:
+        y = _int(indptr, indices, data, x, rdt, R, E, umax, bad, m, n, overflow)
+    return like_input(y, src)
+
+
+# ----------------------------------------------------------------------------- paths
+
+def _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n):
+    if data.dtype == np.float16:
+        data = data.astype(np.float32)
+    xk = np.ascontiguousarray(x, dtype=rdt)
+    y = np.empty(m, dtype=rdt)
+    C = R.size - 1
+    first = np.zeros(C, dtype=rdt)
+    last = np.zeros(C, dtype=rdt)
+    K.float_rows(indptr, indices, data, xk, y, R, E, first, last, umax, bad)
+    _check_flags(indptr, indices, data, n, umax, bad)
+    K.combine(y, R, first, last)
+    return y
+
+
+def _int(indptr, indices, data, x, rdt, R, E, umax, bad, m, n, overflow):
+    xk = np.ascontiguousarray(x)
+    y = np.empty(m, dtype=np.int64)
+    bnd = np.zeros(m, dtype=np.float64)
+    C = R.size - 1
+    first = np.zeros(C, dtype=np.int64)
+    last = np.zeros(C, dtype=np.int64)
+    fb = np.zeros(C, dtype=np.float64)
+    lb = np.zeros(C, dtype=np.float64)
+    check = overflow == "raise"
+    K.int_rows(indptr, indices, data, xk, y, bnd, R, E, first, last, fb, lb, umax, bad, check)
+    _check_flags(indptr, indices, data, n, umax, bad)
+    K.combine(y, R, first, last)
+    if check:
+        K.combine_bound(bnd, R, fb, lb)
+        info = np.iinfo(rdt)
+        suspect = np.flatnonzero(bnd >= _SAFE_INT64)
+        if suspect.size:
+            exact = {int(r): _exact_row(indptr, indices, data, x, int(r)) for r in suspect}
+            for r, v in exact.items():
+                if v < info.min or v > info.max:
+                    raise _overflow_error(rdt, r, v)
+                y[r] = v
+        if rdt != np.int64:
+            out = (y < info.min) | (y > info.max)
+            if out.any():
+                r = int(np.argmax(out))
+                raise _overflow_error(rdt, r, int(y[r]))
+    return y.astype(rdt, copy=False)
+
+
+def _exact_row(indptr, indices, data, x, r):
+    lo, hi = int(indptr[r]), int(indptr[r + 1])
+    return sum(int(a) * int(x[int(j)]) for a, j in zip(data[lo:hi].tolist(), indices[lo:hi].tolist()))
+
+
+def _overflow_error(rdt, r, v):
+    return OverflowError(
+        f"spmv: row {r} of the result is {v}, which overflows {rdt}; pass overflow='wrap' for "
+        f"two's-complement wrap-around" + (" or use int64 values" if rdt == np.int32 else ""))
+
+
+# ----------------------------------------------------------------------------- input handling
+
+def _csr_parts(A):
+    """(indptr, indices, data, (rows, cols)) of a CSR input, without copying."""
+    if isinstance(A, tuple) or isinstance(A, list):
+        if len(A) != 4:
+            raise TypeError(f"A as a tuple must be (indptr, indices, data, shape), got {len(A)} items")
+        indptr, indices, data, shape = A
+        return indptr, indices, data, _shape(shape)
+    mod = type(A).__module__
+    if mod.startswith("scipy.sparse"):
+        fmt = getattr(A, "format", "?")
+        if fmt != "csr":
+            raise TypeError(f"A must be in CSR format, got a scipy.sparse {type(A).__name__} in {fmt!r} "
+                            f"format; convert it with A.tocsr()")
+        return A.indptr, A.indices, A.data, _shape(A.shape)
+    if is_tensor(A):
+        import torch
+
+        if A.layout != torch.sparse_csr:
+            raise TypeError(f"A must be a sparse CSR tensor, got layout {A.layout}; convert it with "
+                            f"A.to_sparse_csr()")
+        if A.ndim != 2:
+            raise ValueError(f"A must be 2-D, got a tensor of shape {tuple(A.shape)}")
+        return (to_numpy(A.crow_indices(), "A.crow_indices()"), to_numpy(A.col_indices(), "A.col_indices()"),
+                to_numpy(A.values(), "A.values()"), _shape(tuple(A.shape)))
+    if hasattr(A, "tocsr"):
+        raise TypeError(f"A must be a CSR matrix, got {type(A).__name__}; convert it with A.tocsr()")
+    raise TypeError(f"A must be a scipy.sparse CSR matrix or array, a torch sparse CSR tensor or a tuple "
+                    f"(indptr, indices, data, shape), got {type(A).__name__}")
+
+
+def _shape(shape):
+    try:
+        m, n = shape
+        m, n = operator.index(m), operator.index(n)
+    except (TypeError, ValueError):
+        raise TypeError(f"shape must be a pair of integers (rows, columns), got {shape!r}") from None
+    if m < 0 or n < 0:
+        raise ValueError(f"shape must be non-negative, got {(m, n)}")
+    return m, n
+
+
+def _index_arrays(indptr, indices, data, m, n):
+    """Cheap O(1) checks and dtypes; the O(nnz) checks are fused into the kernels."""
+    indptr = _int_array(indptr, "indptr")
+    indices = _int_array(indices, "indices")
+    nnz = data.shape[0]
+    if indptr.shape[0] != m + 1:
+        raise ValueError(f"indptr has length {indptr.shape[0]} but A has {m} rows (expected {m + 1})")
+    if indices.shape[0] != nnz:
+        raise ValueError(f"indices has length {indices.shape[0]} but data has length {nnz}")
+    if indptr[0] != 0:
+        raise ValueError(f"indptr[0] must be 0, got {indptr[0]}")
+    if indptr[m] != nnz:
+        raise ValueError(f"indptr[-1] must equal the number of entries ({nnz}), got {indptr[m]}")
+    if indices.dtype.itemsize < 4:
+        indices = indices.astype(np.int32)
+    elif indices.dtype == np.uint32 and n > (1 << 31):
+        indices = indices.astype(np.int64)
+    return indptr, indices
+
+
+def _int_array(a, name):
+    a = to_numpy(a, name)
+    if not isinstance(a, np.ndarray):
+        a = np.asarray(a)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got an array of shape {a.shape}")
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{name} must have an integer dtype, got {a.dtype}")
+    return np.ascontiguousarray(a)
+
+
+def _n_chunks(cost):
+    T = numba.get_num_threads()
+    return int(max(1, min(T * CHUNKS_PER_THREAD, cost // MIN_CHUNK_COST)))
+
+
+def _check_flags(indptr, indices, data, n, umax, bad):
+    if bad.any() or (umax.size and int(umax.max()) > n - 1):
+        _raise_invalid(indptr, indices, data, n)
+
+
+def _raise_invalid(indptr, indices, data, n):
+    """The kernels saw something invalid: find it with the shared validator (its messages name it)."""
+    as_csr(indptr, indices, data, n_cols=n)
+    raise ValueError("A: inconsistent CSR structure (indptr and indices do not describe the rows)")

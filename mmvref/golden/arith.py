@@ -39,7 +39,14 @@ def int_mult(a, b, s=DEFAULT_S):
     MASK/SUB. Returns a Python int. Raises OverflowError when the lemma's
     partial sums would not fit the 64-bit word.
     """
-    a, b = operator.index(a), operator.index(b)
+    try:
+        a = operator.index(a)
+    except TypeError:
+        raise TypeError(f"a must be an integer, got {type(a).__name__}") from None
+    try:
+        b = operator.index(b)
+    except TypeError:
+        raise TypeError(f"b must be an integer, got {type(b).__name__}") from None
     s = check_s(s)
     bd = bounds.int_mult(abs(a), abs(b), s)
     if bd.magnitude > _I64_MAX:

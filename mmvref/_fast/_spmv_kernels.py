@@ -1,0 +1,631 @@
+"""Numba kernels of the fast CSR SpMV (``mmvref._fast.spmv``).
+
+Work split (``partition``): the rows and nonzeros are cut into chunks of
+about equal cost ``nnz + ROW_COST * rows`` along the merge path of
+(row, element) pairs, so a chunk may begin or end inside a row; a very long
+row is shared by several chunks. Chunk c owns the elements [E[c], E[c+1]);
+it finishes rows R[c] .. R[c+1]-1 and starts row R[c+1]. Rows strictly
+between R[c] and R[c+1] are whole and written to ``y`` directly; row R[c]'s
+part goes to ``first[c]`` and row R[c+1]'s part to ``last[c]``, and
+``combine`` adds those partial sums in chunk order.
+
+Float rows (``float_rows``), summation order (any order satisfies the
+documented bound, which holds for every summation tree of a row's k
+products):
+- long rows (average row length of the chunk >= LONG_ROW, or a row longer
+  than BATCH): ``simd_dot``, one pass over the row with four W-lane
+  accumulators (W = 16 float32 / 8 float64 lanes), products
+  ``data * x[col]`` fused into the adds, a masked tail, then a tree
+  reduction. When W consecutive column indices are consecutive integers
+  the W values of x are read with one contiguous load instead of a gather.
+- short rows: a batch of whole rows holding at most BATCH nonzeros is done in
+  two phases: ``simd_products`` writes the products of the batch to a small
+  buffer (full-width gathers regardless of row length), then ``simd_sum``
+  sums each row's run of the buffer with a masked load (no branch for rows
+  of at most W entries, so short rows of varying length do not mispredict).
+
+Validation is fused: every kernel returns the largest column index it read
+(unsigned, so a negative index counts as huge) and flags any row whose
+offsets are inconsistent; indices are clamped to the last column before
+they are used, and row ranges are checked before they are read, so a bad
+matrix is never read out of bounds. The caller raises the error.
+
+Integer rows (``int_rows``): plain loops, int64 accumulation that wraps
+(exact modulo 2**64), and with ``check`` a float64 sum of |a_ij * x_j| per
+row part, so the caller knows which rows may have left int64 on the way.
+
+The SIMD building blocks are LLVM vector intrinsics (masked load/store,
+masked gather, vector reductions) emitted through ``numba.extending.intrinsic``;
+LLVM lowers them for the CPU it compiles for (AVX-512, AVX2, or scalar code).
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
+
+__all__ = ["partition", "float_rows", "int_rows", "combine", "lanes"]
+
+#: cost of one row in units of one nonzero, for the partition
+ROW_COST = 2
+#: chunks whose whole rows average at least this many nonzeros use simd_dot per row
+LONG_ROW = 48
+#: nonzeros per two-phase batch of short rows (the product buffer stays in L1)
+BATCH = 2048
+
+_VEC_BITS = 512
+_I32 = ir.IntType(32)
+_I64 = ir.IntType(64)
+_I1 = ir.IntType(1)
+_OPAQUE = ir.PointerType()
+_FLAGS = ("contract", "reassoc", "nsz")  # never nnan/ninf: NaN and inf must propagate
+
+
+def lanes(acc_dtype) -> int:
+    """SIMD lanes of the float kernels for an accumulator dtype (16 float32, 8 float64)."""
+    return _VEC_BITS // (8 * np.dtype(acc_dtype).itemsize)
+
+
+# ----------------------------------------------------------------------------- IR helpers
+
+def _tname(t) -> str:
+    if isinstance(t, ir.VectorType):
+        return f"v{t.count}{_tname(t.element)}"
+    if isinstance(t, ir.IntType):
+        return f"i{t.width}"
+    if isinstance(t, ir.FloatType):
+        return "f32"
+    if isinstance(t, ir.DoubleType):
+        return "f64"
+    if isinstance(t, ir.PointerType):
+        return "p0"
+    raise TypeError(t)  # pragma: no cover
+
+
+class _Simd:
+    """Small vector-IR toolkit bound to one builder and lane count."""
+
+    def __init__(self, builder, W):
+        self.b = builder
+        self.W = W
+        self.mod = builder.module
+
+    def call(self, name, ret, args, fastmath=()):
+        fn = self.mod.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.mod, ir.FunctionType(ret, [a.type for a in args]), name=name)
+        return self.b.call(fn, args, fastmath=fastmath)
+
+    def vec(self, t):
+        return ir.VectorType(t, self.W)
+
+    def splat(self, val):
+        vt = self.vec(val.type)
+        v = self.b.insert_element(ir.Constant(vt, ir.Undefined), val, _I32(0))
+        return self.b.shuffle_vector(v, ir.Constant(vt, ir.Undefined),
+                                     ir.Constant(self.vec(_I32), [0] * self.W))
+
+    def iota(self, t):
+        return ir.Constant(self.vec(t), list(range(self.W)))
+
+    def ptr(self, base, off):
+        return self.b.gep(base, [off], inbounds=True)
+
+    def load(self, base, off, vt, align):
+        p = self.b.bitcast(self.ptr(base, off), vt.as_pointer())
+        return self.b.load(p, align=align)
+
+    def store(self, val, base, off, align):
+        p = self.b.bitcast(self.ptr(base, off), val.type.as_pointer())
+        self.b.store(val, p, align=align)
+
+    def masked_load(self, base, off, vt, align, mask):
+        p = self.b.bitcast(self.ptr(base, off), _OPAQUE)
+        return self.call(f"llvm.masked.load.{_tname(vt)}.p0", vt,
+                         [p, _I32(align), mask, ir.Constant(vt, None)])
+
+    def masked_store(self, val, base, off, align, mask):
+        p = self.b.bitcast(self.ptr(base, off), _OPAQUE)
+        self.call(f"llvm.masked.store.{_tname(val.type)}.p0", ir.VoidType(),
+                  [val, p, _I32(align), mask])
+
+    def gather(self, base, idx, elem_t, align, mask):
+        """Lanes base[idx[l]] where mask (idx: vector of i32 or i64 lanes, non-negative)."""
+        g = self.b.gep(base, [idx], inbounds=True, source_etype=elem_t)
+        g.type = self.vec(base.type)
+        ptrs = self.b.bitcast(g, self.vec(_OPAQUE))
+        vt = self.vec(elem_t)
+        return self.call(f"llvm.masked.gather.{_tname(vt)}.v{self.W}p0", vt,
+                         [ptrs, _I32(align), mask, ir.Constant(vt, None)])
+
+    def tail_mask(self, rem):
+        """Lanes l < rem (rem: i64, 0 <= rem < W)."""
+        return self.b.icmp_signed("<", self.iota(_I64), self.splat(rem))
+
+    def ones(self):
+        return ir.Constant(self.vec(_I1), [1] * self.W)
+
+
+def _while(builder, cond_fn, body_fn, name):
+    """while cond_fn(): body_fn()  (values live in allocas; mem2reg promotes them)."""
+    fn = builder.function
+    bcond = fn.append_basic_block(name + ".cond")
+    bbody = fn.append_basic_block(name + ".body")
+    bend = fn.append_basic_block(name + ".end")
+    builder.branch(bcond)
+    builder.position_at_end(bcond)
+    builder.cbranch(cond_fn(), bbody, bend)
+    builder.position_at_end(bbody)
+    body_fn()
+    builder.branch(bcond)
+    builder.position_at_end(bend)
+
+
+def _convert(builder, v, src_t, dst_vt, src_signed=True):
+    """Convert a vector of data values to the accumulator vector type."""
+    if v.type == dst_vt:
+        return v
+    if isinstance(src_t, ir.IntType):
+        return builder.sitofp(v, dst_vt) if src_signed else builder.uitofp(v, dst_vt)
+    return builder.fpext(v, dst_vt)
+
+
+def _elem_bytes(t):
+    if isinstance(t, ir.IntType):
+        return t.width // 8
+    return 4 if isinstance(t, ir.FloatType) else 8
+
+
+def _check_arrays(*arrs):
+    for a in arrs:
+        if not (isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C"):
+            raise TypeError(f"expected a contiguous 1-D array, got {a}")
+
+
+# ----------------------------------------------------------------------------- the streaming step
+
+def _stream(context, builder, sig, args, mode):
+    """Shared body of simd_dot (mode "dot") and simd_products (mode "store").
+
+    Walks elements [lo, hi) of (ind, data) W lanes at a time, x values read by
+    gather (or one contiguous load when the W indices are consecutive), with
+    four independent accumulators (dot) or stores of the products to p[k - lo]
+    (store). Returns the accumulator sum (dot) and the largest raw index
+    (zero-extended, unsigned).
+    """
+    ind_t, data_t, x_t = sig.args[0], sig.args[1], sig.args[2]
+    ind_a = context.make_array(ind_t)(context, builder, args[0])
+    data_a = context.make_array(data_t)(context, builder, args[1])
+    x_a = context.make_array(x_t)(context, builder, args[2])
+    lo, hi = args[3], args[4]
+    p_a = context.make_array(sig.args[5])(context, builder, args[5]) if mode != "dot" else None
+
+    it = context.get_value_type(ind_t.dtype)
+    dt = context.get_value_type(data_t.dtype)
+    at = context.get_value_type(x_t.dtype)
+    W = lanes(np.dtype(str(x_t.dtype)))
+    S = _Simd(builder, W)
+    vi, vd, va = S.vec(it), S.vec(dt), S.vec(at)
+    ib, db, ab = _elem_bytes(it), _elem_bytes(dt), _elem_bytes(at)
+    data_signed = not (isinstance(data_t.dtype, types.Integer) and not data_t.dtype.signed)
+
+    # nc: last valid column; clamp value in the index type (GEP indices are signed: keep < 2**(w-1))
+    nc = builder.sub(x_a.nitems, _I64(1))
+    ncl = nc
+    if it.width < 64:
+        cap = _I64((1 << (it.width - 1)) - 1)
+        ncl = builder.select(builder.icmp_signed("<", nc, cap), nc, cap)
+        ncl = builder.trunc(ncl, it)
+    nclv = S.splat(ncl)
+    lim = builder.sub(nc, _I64(W - 1))       # contiguous load allowed for i0 <= lim
+    lim_ok = builder.icmp_signed(">=", lim, _I64(0))
+    iota_i = S.iota(it)
+
+    if mode == "step":  # args[4] is the count, at most W lanes are done
+        n = builder.select(builder.icmp_signed("<", hi, _I64(W)), hi, _I64(W))
+    else:
+        n = builder.sub(hi, lo)
+    p_off = args[6] if mode == "step" else None
+    k_ptr = builder.alloca(_I64, name="k")
+    builder.store(_I64(0), k_ptr)
+    n_acc = 4 if mode == "dot" else 1
+    accs = []
+    for _ in range(n_acc):
+        a = builder.alloca(va)
+        builder.store(ir.Constant(va, None), a)
+        accs.append(a)
+    umax_ptr = builder.alloca(vi)
+    builder.store(ir.Constant(vi, None), umax_ptr)
+
+    def step(k, acc_ptr, mask=None):
+        off = builder.add(lo, k)
+        if mask is None:
+            iv = S.load(ind_a.data, off, vi, ib)
+        else:
+            iv = S.masked_load(ind_a.data, off, vi, ib, mask)
+        builder.store(S.call(f"llvm.umax.{_tname(vi)}", vi, [builder.load(umax_ptr), iv]), umax_ptr)
+        ivc = S.call(f"llvm.umin.{_tname(vi)}", vi, [iv, nclv])
+        if mask is None and mode != "dot":
+            xv = S.gather(x_a.data, ivc, at, ab, S.ones())
+            dv = S.load(data_a.data, off, vd, db)
+        elif mask is None:
+            i0 = builder.extract_element(iv, _I32(0))
+            seq = builder.icmp_unsigned("==", iv, builder.add(S.splat(i0), iota_i))
+            allseq = S.call(f"llvm.vector.reduce.and.v{W}i1", _I1, [seq])
+            i0w = builder.zext(i0, _I64) if it.width < 64 else i0
+            inrange = builder.and_(lim_ok, builder.icmp_unsigned("<=", i0w, lim))
+            contig = builder.and_(allseq, inrange)
+            with builder.if_else(contig, likely=None) as (then, otherwise):
+                with then:
+                    b_then = builder.block
+                    xv_c = S.load(x_a.data, i0w, va, ab)
+                with otherwise:
+                    b_else = builder.block
+                    xv_g = S.gather(x_a.data, ivc, at, ab, S.ones())
+            xv = builder.phi(va)
+            xv.add_incoming(xv_c, b_then)
+            xv.add_incoming(xv_g, b_else)
+            dv = S.load(data_a.data, off, vd, db)
+        else:
+            xv = S.gather(x_a.data, ivc, at, ab, mask)
+            dv = S.masked_load(data_a.data, off, vd, db, mask)
+        dv = _convert(builder, dv, dt, va, data_signed)
+        prod = builder.fmul(dv, xv, flags=_FLAGS)
+        if mode == "dot":
+            builder.store(builder.fadd(builder.load(acc_ptr), prod, flags=_FLAGS), acc_ptr)
+        else:
+            pk = builder.add(k, p_off) if p_off is not None else k
+            if mask is None:
+                S.store(prod, p_a.data, pk, ab)
+            else:
+                S.masked_store(prod, p_a.data, pk, ab, mask)
+
+    def body4():
+        k = builder.load(k_ptr)
+        for j in range(4):
+            step(builder.add(k, _I64(j * W)), accs[j % n_acc])
+        builder.store(builder.add(k, _I64(4 * W)), k_ptr)
+
+    def body1():
+        k = builder.load(k_ptr)
+        step(k, accs[0])
+        builder.store(builder.add(k, _I64(W)), k_ptr)
+
+    if mode == "step":
+        # one W-lane step: full when n >= W, masked otherwise
+        with builder.if_else(builder.icmp_signed(">=", n, _I64(W))) as (full, part):
+            with full:
+                step(_I64(0), accs[0])
+            with part:
+                step(_I64(0), accs[0], S.tail_mask(n))
+        umax = S.call(f"llvm.vector.reduce.umax.{_tname(vi)}", it, [builder.load(umax_ptr)])
+        return builder.zext(umax, _I64) if it.width < 64 else umax
+    _while(builder, lambda: builder.icmp_signed("<=", builder.add(builder.load(k_ptr), _I64(4 * W)), n),
+           body4, "simd4")
+    _while(builder, lambda: builder.icmp_signed("<=", builder.add(builder.load(k_ptr), _I64(W)), n),
+           body1, "simd1")
+    k = builder.load(k_ptr)
+    with builder.if_then(builder.icmp_signed("<", k, n)):
+        step(k, accs[0], S.tail_mask(builder.sub(n, k)))
+
+    umax = S.call(f"llvm.vector.reduce.umax.{_tname(vi)}", it, [builder.load(umax_ptr)])
+    umax = builder.zext(umax, _I64) if it.width < 64 else umax
+    if mode == "store":
+        return umax
+    v = [builder.load(a) for a in accs]
+    tot = builder.fadd(builder.fadd(v[0], v[1], flags=_FLAGS), builder.fadd(v[2], v[3], flags=_FLAGS),
+                       flags=_FLAGS)
+    s = S.call(f"llvm.vector.reduce.fadd.{_tname(va)}", at, [ir.Constant(at, -0.0), tot], fastmath=_FLAGS)
+    return context.make_tuple(builder, sig.return_type, [s, umax])
+
+
+@intrinsic
+def simd_dot(typingctx, ind, data, x, lo, hi):
+    """(sum_{lo<=k<hi} data[k] * x[ind[k]], max raw ind[k] as uint64) for 0 <= lo <= hi <= len.
+
+    The accumulator dtype is x's; indices above the last column are clamped
+    (the returned maximum tells the caller). Summation order: four W-lane
+    accumulators, then a tree."""
+    _check_arrays(ind, data, x)
+    sig = types.Tuple((x.dtype, types.uint64))(ind, data, x, types.int64, types.int64)
+    return sig, lambda context, builder, s, a: _stream(context, builder, s, a, "dot")
+
+
+@intrinsic
+def simd_products(typingctx, ind, data, x, lo, hi, p):
+    """p[k - lo] = data[k] * x[ind[k]] for lo <= k < hi (p has x's dtype, len >= hi - lo);
+    returns the largest raw index as uint64."""
+    _check_arrays(ind, data, x, p)
+    sig = types.uint64(ind, data, x, types.int64, types.int64, p)
+    return sig, lambda context, builder, s, a: _stream(context, builder, s, a, "store")
+
+
+@intrinsic
+def simd_products_step(typingctx, ind, data, x, lo, n, p, poff):
+    """One W-lane step of simd_products: p[poff + t] = data[lo + t] * x[ind[lo + t]] for
+    t < min(n, W) (masked when n < W). Returns the largest raw index as uint64."""
+    _check_arrays(ind, data, x, p)
+    sig = types.uint64(ind, data, x, types.int64, types.int64, p, types.int64)
+    return sig, lambda context, builder, s, a: _stream(context, builder, s, a, "step")
+
+
+@intrinsic
+def simd_sum(typingctx, p, s, n):
+    """sum(p[s:s+n]) for n >= 0: W-lane steps then one masked step, tree-reduced.
+    A run of at most W values is one masked load, no loop."""
+    _check_arrays(p)
+    sig = p.dtype(p, types.int64, types.int64)
+
+    def codegen(context, builder, sg, args):
+        p_a = context.make_array(sg.args[0])(context, builder, args[0])
+        s, n = args[1], args[2]
+        at = context.get_value_type(sg.args[0].dtype)
+        W = lanes(np.dtype(str(sg.args[0].dtype)))
+        S = _Simd(builder, W)
+        va = S.vec(at)
+        ab = _elem_bytes(at)
+        k_ptr = builder.alloca(_I64)
+        builder.store(_I64(0), k_ptr)
+        acc = builder.alloca(va)
+        builder.store(ir.Constant(va, None), acc)
+
+        def body():
+            k = builder.load(k_ptr)
+            v = S.load(p_a.data, builder.add(s, k), va, ab)
+            builder.store(builder.fadd(builder.load(acc), v, flags=_FLAGS), acc)
+            builder.store(builder.add(k, _I64(W)), k_ptr)
+
+        _while(builder, lambda: builder.icmp_signed("<=", builder.add(builder.load(k_ptr), _I64(W)), n),
+               body, "sum")
+        k = builder.load(k_ptr)
+        rem = builder.sub(n, k)
+        # rem in [0, W): an all-false mask loads nothing
+        v = S.masked_load(p_a.data, builder.add(s, k), va, ab, S.tail_mask(rem))
+        tot = builder.fadd(builder.load(acc), v, flags=_FLAGS)
+        return S.call(f"llvm.vector.reduce.fadd.{_tname(va)}", at, [ir.Constant(at, -0.0), tot],
+                      fastmath=_FLAGS)
+
+    return sig, codegen
+
+
+# ----------------------------------------------------------------------------- partition
+
+@njit(cache=True)
+def partition(indptr, n_chunks, row_cost):
+    """Merge-path split of (rows, nonzeros) into n_chunks parts of about equal
+    cost nnz + row_cost * rows. Returns (R, E), each of length n_chunks + 1:
+    chunk c owns elements [E[c], E[c+1]) and rows R[c] .. R[c+1]
+    (R[c] and R[c+1] possibly partial). Assumes a valid indptr; on an invalid
+    one the result is still in range and the kernels flag the rows."""
+    m = indptr.size - 1
+    nnz = max(np.int64(indptr[m]), np.int64(0))
+    total = nnz + row_cost * m
+    R = np.empty(n_chunks + 1, np.int64)
+    E = np.empty(n_chunks + 1, np.int64)
+    for c in range(n_chunks + 1):
+        d = (total * c) // n_chunks
+        a = 0
+        b = m
+        while a < b:  # largest r in [0, m] with indptr[r] + row_cost * r <= d
+            mid = (a + b + 1) >> 1
+            if np.int64(indptr[mid]) + row_cost * mid <= d:
+                a = mid
+            else:
+                b = mid - 1
+        e = d - row_cost * a
+        if a < m:
+            e = min(e, np.int64(indptr[a + 1]))
+        R[c] = a
+        E[c] = min(max(e, np.int64(0)), nnz)
+    return R, E
+
+
+# ----------------------------------------------------------------------------- float kernel
+
+@njit(cache=True, inline="always")
+def _short_rows(indptr, indices, data, x, y, ra, rb, p):
+    """Whole rows ra..rb-1 (validated range) by two-phase batches. Returns (umax, bad)."""
+    umax = np.uint64(0)
+    bad = False
+    r = ra
+    while r < rb:
+        lo = np.int64(indptr[r])
+        a = r
+        b = rb
+        while a < b:  # largest q in [r, rb] with indptr[q] - lo <= BATCH
+            mid = (a + b + 1) >> 1
+            if np.int64(indptr[mid]) - lo <= BATCH:
+                a = mid
+            else:
+                b = mid - 1
+        q = a
+        if q == r:  # one row longer than a batch
+            hi = np.int64(indptr[r + 1])
+            s, u = simd_dot(indices, data, x, lo, hi)
+            y[r] = s
+            umax = max(umax, u)
+            r += 1
+            continue
+        hi = np.int64(indptr[q])
+        u = simd_products(indices, data, x, lo, hi, p)
+        umax = max(umax, u)
+        for t in range(r, q):
+            s0 = np.int64(indptr[t]) - lo
+            nt = np.int64(indptr[t + 1]) - np.int64(indptr[t])
+            if s0 < 0 or nt < 0 or s0 + nt > hi - lo:
+                bad = True
+                y[t] = 0
+                continue
+            y[t] = simd_sum(p, s0, nt)
+        r = q
+    return umax, bad
+
+
+@njit(cache=True, parallel=True)
+def float_rows(indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out):
+    """y[r] for the whole rows of every chunk; partial sums of the chunk's
+    boundary rows into first/last (see the module docstring). ``x`` and ``y``
+    have the accumulator dtype. Per chunk: umax_out = largest raw column
+    index read, bad_out = an inconsistent row offset was seen."""
+    m = y.size
+    C = R.size - 1
+    for c in prange(C):
+        r0 = R[c]
+        r1 = R[c + 1]
+        e0 = E[c]
+        e1 = E[c + 1]
+        umax = np.uint64(0)
+        bad = e0 > e1 or r0 > r1
+        first[c] = 0
+        last[c] = 0
+        if not bad and r0 < m:
+            lo0 = np.int64(indptr[r0])
+            hi0 = np.int64(indptr[r0 + 1])
+            hi = min(hi0, e1)
+            if lo0 <= e0 and e0 <= hi and hi <= hi0 and (r1 > r0 or e1 <= hi0):
+                s, u = simd_dot(indices, data, x, e0, hi)
+                first[c] = s
+                umax = max(umax, u)
+            else:
+                bad = True
+        ra = r0 + 1
+        rb = r1
+        if not bad and ra < rb:
+            lo = np.int64(indptr[ra])
+            hi = np.int64(indptr[rb])
+            if lo < e0 or hi > e1 or lo > hi:
+                bad = True
+            elif hi - lo >= LONG_ROW * (rb - ra):
+                for r in range(ra, rb):
+                    a = np.int64(indptr[r])
+                    b = np.int64(indptr[r + 1])
+                    if a < lo or b > hi or a > b:
+                        bad = True
+                        y[r] = 0
+                        continue
+                    s, u = simd_dot(indices, data, x, a, b)
+                    y[r] = s
+                    umax = max(umax, u)
+            else:
+                p = np.empty(BATCH + 64, y.dtype)
+                u, bd = _short_rows(indptr, indices, data, x, y, ra, rb, p)
+                umax = max(umax, u)
+                bad = bad or bd
+        if not bad and r1 > r0 and r1 < m:
+            lo = np.int64(indptr[r1])
+            if lo <= e1 and lo >= e0 and np.int64(indptr[r1 + 1]) >= e1:
+                s, u = simd_dot(indices, data, x, lo, e1)
+                last[c] = s
+                umax = max(umax, u)
+            else:
+                bad = True
+        umax_out[c] = umax
+        bad_out[c] = bad
+
+
+# ----------------------------------------------------------------------------- integer kernel
+
+@njit(cache=True, inline="always")
+def _int_dot(indices, data, x, lo, hi, nc, check):
+    acc = np.int64(0)
+    bnd = 0.0
+    umax = np.uint64(0)
+    for k in range(lo, hi):
+        j = np.int64(indices[k])
+        if j < 0 or j > nc:
+            umax = np.uint64(0xFFFFFFFFFFFFFFFF)
+            continue
+        a = np.int64(data[k])
+        v = np.int64(x[j])
+        acc += a * v
+        if check:
+            bnd += abs(float(a)) * abs(float(v))
+        umax = max(umax, np.uint64(j))
+    return acc, bnd, umax
+
+
+@njit(cache=True, parallel=True)
+def int_rows(indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, lbnd, umax_out, bad_out,
+             check):
+    """Integer rows: int64 sums that wrap (exact modulo 2**64) into y; with
+    ``check`` also the float64 sums of |a_ij x_j| into bnd (per whole row) and
+    fbnd/lbnd (per boundary part). Same chunking and flags as float_rows."""
+    m = y.size
+    C = R.size - 1
+    nc = np.int64(x.size) - 1
+    for c in prange(C):
+        r0 = R[c]
+        r1 = R[c + 1]
+        e0 = E[c]
+        e1 = E[c + 1]
+        umax = np.uint64(0)
+        bad = e0 > e1 or r0 > r1
+        first[c] = 0
+        last[c] = 0
+        fbnd[c] = 0.0
+        lbnd[c] = 0.0
+        if not bad and r0 < m:
+            lo0 = np.int64(indptr[r0])
+            hi0 = np.int64(indptr[r0 + 1])
+            hi = min(hi0, e1)
+            if lo0 <= e0 and e0 <= hi and hi <= hi0 and (r1 > r0 or e1 <= hi0):
+                s, b, u = _int_dot(indices, data, x, e0, hi, nc, check)
+                first[c] = s
+                fbnd[c] = b
+                umax = max(umax, u)
+            else:
+                bad = True
+        if not bad:
+            for r in range(r0 + 1, r1):
+                a = np.int64(indptr[r])
+                b = np.int64(indptr[r + 1])
+                if a < e0 or b > e1 or a > b:
+                    bad = True
+                    break
+                s, bb, u = _int_dot(indices, data, x, a, b, nc, check)
+                y[r] = s
+                bnd[r] = bb
+                umax = max(umax, u)
+        if not bad and r1 > r0 and r1 < m:
+            lo = np.int64(indptr[r1])
+            if lo <= e1 and lo >= e0 and np.int64(indptr[r1 + 1]) >= e1:
+                s, b, u = _int_dot(indices, data, x, lo, e1, nc, check)
+                last[c] = s
+                lbnd[c] = b
+                umax = max(umax, u)
+            else:
+                bad = True
+        umax_out[c] = umax
+        bad_out[c] = bad
+
+
+# ----------------------------------------------------------------------------- combine
+
+@njit(cache=True)
+def combine(y, R, first, last):
+    """Boundary rows: y[R[c]] = sum of the parts of that row, in chunk order."""
+    m = y.size
+    C = R.size - 1
+    for c in range(C):
+        if R[c] < m:
+            y[R[c]] = 0
+    for c in range(C):
+        if R[c] < m:
+            y[R[c]] += first[c]
+        if R[c + 1] > R[c] and R[c + 1] < m:
+            y[R[c + 1]] += last[c]
+
+
+@njit(cache=True)
+def combine_bound(bnd, R, fbnd, lbnd):
+    m = bnd.size
+    C = R.size - 1
+    for c in range(C):
+        if R[c] < m:
+            bnd[R[c]] = 0.0
+    for c in range(C):
+        if R[c] < m:
+            bnd[R[c]] += fbnd[c]
+        if R[c + 1] > R[c] and R[c + 1] < m:
+            bnd[R[c + 1]] += lbnd[c]
