@@ -7,6 +7,11 @@ Ops (validate, load words, run, finish to the project's result dtype):
 ``matrix_product`` (Thm 4.6), ``spmv`` (App. Algs. 4-6), ``segment_sum_csr``
 (App. Alg. 4 lines 3-5).
 
+Floats: the algorithms speculate across segment boundaries and subtract
+(the paper's operators form a group), so an inf, a NaN or an overflow in one
+segment spoils its neighbours (e.g. seg_scan of [inf, 1] with both flags set
+gives [inf, nan]); the float results are meaningful for finite sums only.
+
 Stages (machine words in, words out; see ``to_words``): ``scan_words``,
 ``compress_words``, ``diff``, ``diff_mmu``, ``revert``, ``end_flags``,
 ``block_seg_scan``, ``recurse``, ``update_first_segment``, ``seg_scan_words``,
