@@ -312,7 +312,10 @@ def segment_sum_csr(x, indptr, *, dtype=None, overflow="raise"):
     if is_int:
         mins = np.zeros(rstarts.size - 1, dtype=np.int64)
         maxs = np.zeros(rstarts.size - 1, dtype=np.int64)
-        K.csr_sums_int(xk, ip, rstarts, share, out, mins, maxs)
+        if n < 32 * m and long_rows.size == 0:  # short rows: prefix differences
+            K.csr_sums_int_short(xk, ip, rstarts, out, mins, maxs)
+        else:
+            K.csr_sums_int(xk, ip, rstarts, share, out, mins, maxs)
         lo_v, hi_v = int(mins.min()), int(maxs.max())
     else:
         K.csr_sums_float(xk, ip, rstarts, share, out)
