@@ -241,78 +241,74 @@ def fix_first_segment_int(x, f, out, starts, carry, exclusive, mins, maxs):
 # ----------------------------------------------------------------------------- segmented sum
 
 @njit(cache=True, parallel=True)
-def segsum_int_ends(x, f, starts, ends):
-    """For every chunk, the local prefix sum at the end of each local segment,
-    written to ends[lo + c + j] (j = 0: the head, before the chunk's first flag;
-    a chunk of L elements has up to L + 1 local segments, hence the shift by c).
-    Stores on every element (branch-free); only the last store to a slot stays."""
+def segsum_int(x, f, starts, bases, out, heads, tails, check, suspect):
+    """Segment sums of integers written straight to ``out``.
+
+    Chunk c owns the segments that START inside it (global ids bases[c]+1 ..
+    bases[c]+counts[c]); their running sums are stored on every element
+    (branch-free: out[k] = P - b, k += flag), so a slot keeps the last, full
+    value. The chunk's head (the elements before its first flag, continuing a
+    segment from the left) is summed apart into heads[c], and the value of its
+    last segment at the chunk end into tails[c] (both exact, int64): the caller
+    joins segments across chunks. Chunk 0's head is global segment 0.
+    """
     for c in prange(starts.size - 1):
         lo, hi = starts[c], starts[c + 1]
-        if hi == lo:
-            continue
-        xs = x[lo:hi]
         fs = f[lo:hi]
-        es = ends[lo + c:hi + c + 1]
-        p = np.int64(xs[0])
-        k = np.int64(0)
-        if lo != 0 and fs[0] != 0:
-            # a segment starts at the chunk's first position: the head is empty
-            es[0] = 0
-            k = 1
-        es[k] = p
-        for i in range(1, xs.size):
-            k += fs[i]
-            p += xs[i]
-            es[k] = p
+        xs = x[lo:hi]
+        m = 0 if lo == 0 else _first_flag(fs)
+        if lo == 0 and xs.size > 0:
+            m = _first_flag(fs[1:]) + 1
+        h = np.int64(0)
+        for i in range(m):
+            h += xs[i]
+        heads[c] = h
+        k = bases[c]
+        p = np.int64(0)
+        b = np.int64(0)
+        sus = False
+        for b0 in range(m, xs.size, BLOCK):
+            b1 = min(b0 + BLOCK, xs.size)
+            xb = xs[b0:b1]
+            fb = fs[b0:b1]
+            if check:
+                v = p - b
+                va = v if v >= 0 else -v
+                if va + _abs_sum(xb) > I32_MAX:
+                    sus = True
+            for i in range(xb.size):
+                fi = fb[i]
+                k += fi
+                b = p if fi != 0 else b
+                p += xb[i]
+                out[k] = p - b
+        tails[c] = p - b
+        suspect[c] = sus
 
 
 @njit(cache=True, parallel=True)
-def segsum_float_ends(x, f, starts, ends, zero):
-    """Float: each local segment's sum accumulated directly (index order)."""
+def segsum_float(x, f, starts, bases, out, heads, tails, zero):
+    """Float segment sums, accumulated directly in index order (no prefix
+    differences); same ownership and head/tail protocol as ``segsum_int``."""
     for c in prange(starts.size - 1):
         lo, hi = starts[c], starts[c + 1]
-        if hi == lo:
-            continue
-        xs = x[lo:hi]
         fs = f[lo:hi]
-        es = ends[lo + c:hi + c + 1]
-        a = xs[0] + zero
-        k = np.int64(0)
-        if lo != 0 and fs[0] != 0:
-            es[0] = zero
-            k = 1
-        es[k] = a
-        for i in range(1, xs.size):
+        xs = x[lo:hi]
+        m = 0 if lo == 0 else _first_flag(fs)
+        if lo == 0 and xs.size > 0:
+            m = _first_flag(fs[1:]) + 1
+        h = zero
+        for i in range(m):
+            h += xs[i]
+        heads[c] = h
+        k = bases[c]
+        a = zero
+        for i in range(m, xs.size):
             fi = fs[i]
             k += fi
             a = xs[i] + (a if fi == 0 else zero)
-            es[k] = a
-
-
-@njit(cache=True, parallel=True)
-def segsum_compact(ends, starts, counts, bases, out, is_prefix, mins, maxs):
-    """out[bases[c] + j] = local segment j's sum for the complete segments
-    j = 1 .. counts[c]-1 of every chunk (int64 differences of prefix ends when
-    ``is_prefix``, else the stored sums); min/max of what was written."""
-    for c in prange(starts.size - 1):
-        lo = starts[c]
-        k = counts[c]
-        first = 1  # local segment 0 (the head) and k (the tail) are finished sequentially
-        mn = np.int64(0)
-        mx = np.int64(0)
-        base = bases[c]
-        e = lo + c
-        for j in range(first, k):
-            if is_prefix:
-                v = ends[e + j] - ends[e + j - 1]
-            else:
-                v = ends[e + j]
-            out[base + j] = v
-            iv = np.int64(v)
-            mn = min(mn, iv)
-            mx = max(mx, iv)
-        mins[c] = mn
-        maxs[c] = mx
+            out[k] = a
+        tails[c] = a
 
 
 # ----------------------------------------------------------------------------- CSR segment sums

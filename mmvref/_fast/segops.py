@@ -210,9 +210,10 @@ def segmented_sum(x, flags, *, dtype=None, overflow="raise"):
     always starts one), so there are 1 + (set flags after position 0) segments
     for len(x) >= 1, and none for len(x) == 0.
 
-    Integers: local prefix sums at segment ends in int64, differenced exactly.
+    Integers: running sums in int64 (exact), written as int32/int64.
     Floats: each segment accumulated directly in index order (no prefix
-    differences), so a segment's error scales with its own magnitude.
+    differences), so a segment's error scales with its own magnitude; a
+    segment crossing chunk boundaries gets one extra rounding per boundary.
     """
     src = x
     x = _values(x)
@@ -233,34 +234,30 @@ def segmented_sum(x, flags, *, dtype=None, overflow="raise"):
     np.cumsum(counts[:-1], out=bases[1:])
     nseg = 1 + int(counts.sum())
     out = np.empty(nseg, dtype=rdt)
-    mins = np.zeros(C, dtype=np.int64)
-    maxs = np.zeros(C, dtype=np.int64)
     is_int = rdt.kind != "f"
-    ends = np.empty(n + C, dtype=np.int64 if is_int else rdt)  # only the touched pages are ever committed
     if is_int:
-        K.segsum_int_ends(xk, f, starts, ends)
+        heads = np.zeros(C, dtype=np.int64)
+        tails = np.zeros(C, dtype=np.int64)
+        suspect = np.zeros(C, dtype=np.bool_)
+        check = overflow == "raise" and rdt == np.int32
+        K.segsum_int(xk, f, starts, bases, out, heads, tails, check, suspect)
+        heads_l, tails_l = [int(v) for v in heads], [int(v) for v in tails]
     else:
-        K.segsum_float_ends(xk, f, starts, ends, rdt.type(0))
-    K.segsum_compact(ends, starts, counts, bases, out, is_int, mins, maxs)
-
-    def local_sum(c, j):
-        lo = int(starts[c]) + c
-        if not is_int:
-            return ends[lo + j]
-        return int(ends[lo + j]) - (int(ends[lo + j - 1]) if j > 0 else 0)
-
-    # Sequential finish: the head of every chunk joins the segment running in
-    # from the left; a chunk's last segment may run on into the next chunk.
+        heads = np.zeros(C, dtype=rdt)
+        tails = np.zeros(C, dtype=rdt)
+        K.segsum_float(xk, f, starts, bases, out, heads, tails, rdt.type(0))
+        heads_l, tails_l = list(heads), list(tails)
+    # Join segments across chunks, in order: a chunk's head continues the
+    # segment running in from the left; its last segment may run on.
     pending = 0 if is_int else rdt.type(0)
-    finished = []  # (index, value) of segments completed across chunk boundaries
+    finished = []
     for c in range(C):
         if starts[c + 1] == starts[c]:
             continue
-        pending = pending + local_sum(c, 0)
-        k = int(counts[c])
-        if k > 0:
+        pending = pending + heads_l[c]
+        if counts[c] > 0:
             finished.append((int(bases[c]), pending))
-            pending = local_sum(c, k)
+            pending = tails_l[c]
     finished.append((nseg - 1, pending))
     if not is_int:
         for i, v in finished:
@@ -268,14 +265,12 @@ def segmented_sum(x, flags, *, dtype=None, overflow="raise"):
         return like_input(out, src)
     if overflow == "raise":
         if rdt == np.int64:
-            # the int64 prefix sums are exact only modulo 2**64
-            if _int64_may_overflow(x) and not K.exact_segsum_range(xk, f, _I64.min, _I64.max):
-                raise _overflow("segmented_sum", rdt)
+            maybe = _int64_may_overflow(x)  # int64 words are exact only modulo 2**64
         else:
             vals = [v for _, v in finished]
-            if (min(min(vals), int(mins.min())) < _I32.min
-                    or max(max(vals), int(maxs.max())) > _I32.max):
-                raise _overflow("segmented_sum", rdt)
+            maybe = suspect.any() or min(vals) < _I32.min or max(vals) > _I32.max
+        if maybe and not K.exact_segsum_range(xk, f, np.iinfo(rdt).min, np.iinfo(rdt).max):
+            raise _overflow("segmented_sum", rdt)
     for i, v in finished:
         out[i] = _wrap(v, rdt)
     return like_input(out, src)
