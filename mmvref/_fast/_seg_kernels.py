@@ -100,14 +100,13 @@ def flag_stats(f, starts, counts, bad):
     for c in prange(starts.size - 1):
         lo = starts[c]
         fs = f[lo:starts[c + 1]]
-        k = np.int64(0)
+        k = np.uint64(0)  # unsigned: keeps the loop vectorized
         o = np.uint8(0)
         for i in range(fs.size):
-            v = fs[i]
-            k += v
-            o |= v
+            k += fs[i]
+            o |= fs[i]
         if lo == 0 and fs.size > 0:
-            k -= fs[0]
+            k -= np.uint64(fs[0])
         counts[c] = k
         bad[c] = o
 
@@ -263,7 +262,7 @@ def segsum_int(x, f, starts, bases, out, heads, tails, check, suspect):
         for i in range(m):
             h += xs[i]
         heads[c] = h
-        k = bases[c]
+        k = np.uint64(bases[c])  # unsigned: no negative-index wraparound test per store
         p = np.int64(0)
         b = np.int64(0)
         sus = False
@@ -278,7 +277,7 @@ def segsum_int(x, f, starts, bases, out, heads, tails, check, suspect):
                     sus = True
             for i in range(xb.size):
                 fi = fb[i]
-                k += fi
+                k += np.uint64(fi)
                 b = p if fi != 0 else b
                 p += xb[i]
                 out[k] = p - b
@@ -301,11 +300,11 @@ def segsum_float(x, f, starts, bases, out, heads, tails, zero):
         for i in range(m):
             h += xs[i]
         heads[c] = h
-        k = bases[c]
+        k = np.uint64(bases[c])
         a = zero
         for i in range(m, xs.size):
             fi = fs[i]
-            k += fi
+            k += np.uint64(fi)
             a = xs[i] + (a if fi == 0 else zero)
             out[k] = a
         tails[c] = a
@@ -423,10 +422,10 @@ def compress_kernel(x, m, starts, bases, out):
         lo, hi = starts[c], starts[c + 1]
         xs = x[lo:hi]
         ms = m[lo:hi]
-        k = bases[c]
+        k = np.uint64(bases[c])
         for i in range(xs.size):
             out[k] = xs[i]
-            k += ms[i] != 0
+            k += np.uint64(ms[i] != 0)
 
 
 @njit(cache=True)
