@@ -45,14 +45,15 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-__all__ = ["partition", "float_rows", "int_rows", "combine", "lanes"]
+__all__ = ["partition", "float_rows", "float_rows_serial", "int_rows", "int_rows_serial", "combine",
+           "combine_bound", "lanes"]
 
 #: cost of one row in units of one nonzero, for the partition
 ROW_COST = 2
 #: chunks whose whole rows average at least this many nonzeros use simd_dot per row
 LONG_ROW = 48
-#: nonzeros per two-phase batch of short rows (the product buffer stays in L1)
-BATCH = 2048
+#: nonzeros per two-phase batch of short rows (the product buffer stays in L1/L2)
+BATCH = 8192
 
 _VEC_BITS = 512
 _I32 = ir.IntType(32)
@@ -140,7 +141,7 @@ class _Simd:
                          [ptrs, _I32(align), mask, ir.Constant(vt, None)])
 
     def tail_mask(self, rem):
-        """Lanes l < rem (rem: i64, 0 <= rem < W)."""
+        """Lanes l < rem (rem: i64; rem <= 0 gives no lane, rem >= W every lane)."""
         return self.b.icmp_signed("<", self.iota(_I64), self.splat(rem))
 
     def ones(self):
@@ -352,8 +353,11 @@ def simd_products_step(typingctx, ind, data, x, lo, n, p, poff):
 
 @intrinsic
 def simd_sum(typingctx, p, s, n):
-    """sum(p[s:s+n]) for n >= 0: W-lane steps then one masked step, tree-reduced.
-    A run of at most W values is one masked load, no loop."""
+    """sum(p[s:s+n]) for n >= 0: V*W-lane steps (V accumulators), then V masked
+    W-lane loads for the remaining < V*W values, tree-reduced; V = 1 for
+    float32 (16 lanes), 2 for float64 (8 lanes). A run of at most V*W values
+    takes no loop iteration, so short rows of varying length cost no branch
+    misprediction."""
     _check_arrays(p)
     sig = p.dtype(p, types.int64, types.int64)
 
@@ -362,27 +366,33 @@ def simd_sum(typingctx, p, s, n):
         s, n = args[1], args[2]
         at = context.get_value_type(sg.args[0].dtype)
         W = lanes(np.dtype(str(sg.args[0].dtype)))
+        V = 1 if W >= 16 else 2
         S = _Simd(builder, W)
         va = S.vec(at)
         ab = _elem_bytes(at)
         k_ptr = builder.alloca(_I64)
         builder.store(_I64(0), k_ptr)
-        acc = builder.alloca(va)
-        builder.store(ir.Constant(va, None), acc)
+        accs = [builder.alloca(va) for _ in range(V)]
+        for a in accs:
+            builder.store(ir.Constant(va, None), a)
 
         def body():
             k = builder.load(k_ptr)
-            v = S.load(p_a.data, builder.add(s, k), va, ab)
-            builder.store(builder.fadd(builder.load(acc), v, flags=_FLAGS), acc)
-            builder.store(builder.add(k, _I64(W)), k_ptr)
+            for j, a in enumerate(accs):
+                v = S.load(p_a.data, builder.add(s, builder.add(k, _I64(j * W))), va, ab)
+                builder.store(builder.fadd(builder.load(a), v, flags=_FLAGS), a)
+            builder.store(builder.add(k, _I64(V * W)), k_ptr)
 
-        _while(builder, lambda: builder.icmp_signed("<=", builder.add(builder.load(k_ptr), _I64(W)), n),
+        _while(builder, lambda: builder.icmp_signed("<=", builder.add(builder.load(k_ptr), _I64(V * W)), n),
                body, "sum")
         k = builder.load(k_ptr)
-        rem = builder.sub(n, k)
-        # rem in [0, W): an all-false mask loads nothing
-        v = S.masked_load(p_a.data, builder.add(s, k), va, ab, S.tail_mask(rem))
-        tot = builder.fadd(builder.load(acc), v, flags=_FLAGS)
+        rem = builder.sub(n, k)  # in [0, V*W); all-false masks load nothing
+        tot = None
+        for j, a in enumerate(accs):
+            v = S.masked_load(p_a.data, builder.add(s, builder.add(k, _I64(j * W))), va, ab,
+                              S.tail_mask(builder.sub(rem, _I64(j * W))))
+            t = builder.fadd(builder.load(a), v, flags=_FLAGS)
+            tot = t if tot is None else builder.fadd(tot, t, flags=_FLAGS)
         return S.call(f"llvm.vector.reduce.fadd.{_tname(va)}", at, [ir.Constant(at, -0.0), tot],
                       fastmath=_FLAGS)
 
@@ -462,66 +472,77 @@ def _short_rows(indptr, indices, data, x, y, ra, rb, p):
     return umax, bad
 
 
+@njit(cache=True, inline="always")
+def _float_chunk(c, indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out):
+    m = y.size
+    r0 = R[c]
+    r1 = R[c + 1]
+    e0 = E[c]
+    e1 = E[c + 1]
+    umax = np.uint64(0)
+    bad = e0 > e1 or r0 > r1
+    first[c] = 0
+    last[c] = 0
+    if not bad and r0 < m:
+        lo0 = np.int64(indptr[r0])
+        hi0 = np.int64(indptr[r0 + 1])
+        hi = min(hi0, e1)
+        if lo0 <= e0 and e0 <= hi and hi <= hi0 and (r1 > r0 or e1 <= hi0):
+            s, u = simd_dot(indices, data, x, e0, hi)
+            first[c] = s
+            umax = max(umax, u)
+        else:
+            bad = True
+    ra = r0 + 1
+    rb = r1
+    if not bad and ra < rb:
+        lo = np.int64(indptr[ra])
+        hi = np.int64(indptr[rb])
+        if lo < e0 or hi > e1 or lo > hi:
+            bad = True
+        elif hi - lo >= LONG_ROW * (rb - ra):
+            for r in range(ra, rb):
+                a = np.int64(indptr[r])
+                b = np.int64(indptr[r + 1])
+                if a < lo or b > hi or a > b:
+                    bad = True
+                    y[r] = 0
+                    continue
+                s, u = simd_dot(indices, data, x, a, b)
+                y[r] = s
+                umax = max(umax, u)
+        else:
+            p = np.empty(BATCH + 64, y.dtype)
+            u, bd = _short_rows(indptr, indices, data, x, y, ra, rb, p)
+            umax = max(umax, u)
+            bad = bad or bd
+    if not bad and r1 > r0 and r1 < m:
+        lo = np.int64(indptr[r1])
+        if lo <= e1 and lo >= e0 and np.int64(indptr[r1 + 1]) >= e1:
+            s, u = simd_dot(indices, data, x, lo, e1)
+            last[c] = s
+            umax = max(umax, u)
+        else:
+            bad = True
+    umax_out[c] = umax
+    bad_out[c] = bad
+
+
 @njit(cache=True, parallel=True)
 def float_rows(indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out):
     """y[r] for the whole rows of every chunk; partial sums of the chunk's
     boundary rows into first/last (see the module docstring). ``x`` and ``y``
     have the accumulator dtype. Per chunk: umax_out = largest raw column
     index read, bad_out = an inconsistent row offset was seen."""
-    m = y.size
-    C = R.size - 1
-    for c in prange(C):
-        r0 = R[c]
-        r1 = R[c + 1]
-        e0 = E[c]
-        e1 = E[c + 1]
-        umax = np.uint64(0)
-        bad = e0 > e1 or r0 > r1
-        first[c] = 0
-        last[c] = 0
-        if not bad and r0 < m:
-            lo0 = np.int64(indptr[r0])
-            hi0 = np.int64(indptr[r0 + 1])
-            hi = min(hi0, e1)
-            if lo0 <= e0 and e0 <= hi and hi <= hi0 and (r1 > r0 or e1 <= hi0):
-                s, u = simd_dot(indices, data, x, e0, hi)
-                first[c] = s
-                umax = max(umax, u)
-            else:
-                bad = True
-        ra = r0 + 1
-        rb = r1
-        if not bad and ra < rb:
-            lo = np.int64(indptr[ra])
-            hi = np.int64(indptr[rb])
-            if lo < e0 or hi > e1 or lo > hi:
-                bad = True
-            elif hi - lo >= LONG_ROW * (rb - ra):
-                for r in range(ra, rb):
-                    a = np.int64(indptr[r])
-                    b = np.int64(indptr[r + 1])
-                    if a < lo or b > hi or a > b:
-                        bad = True
-                        y[r] = 0
-                        continue
-                    s, u = simd_dot(indices, data, x, a, b)
-                    y[r] = s
-                    umax = max(umax, u)
-            else:
-                p = np.empty(BATCH + 64, y.dtype)
-                u, bd = _short_rows(indptr, indices, data, x, y, ra, rb, p)
-                umax = max(umax, u)
-                bad = bad or bd
-        if not bad and r1 > r0 and r1 < m:
-            lo = np.int64(indptr[r1])
-            if lo <= e1 and lo >= e0 and np.int64(indptr[r1 + 1]) >= e1:
-                s, u = simd_dot(indices, data, x, lo, e1)
-                last[c] = s
-                umax = max(umax, u)
-            else:
-                bad = True
-        umax_out[c] = umax
-        bad_out[c] = bad
+    for c in prange(R.size - 1):
+        _float_chunk(c, indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out)
+
+
+@njit(cache=True)
+def float_rows_serial(indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out):
+    """float_rows on the calling thread (small matrices: no parallel launch)."""
+    for c in range(R.size - 1):
+        _float_chunk(c, indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out)
 
 
 # ----------------------------------------------------------------------------- integer kernel
@@ -545,59 +566,69 @@ def _int_dot(indices, data, x, lo, hi, nc, check):
     return acc, bnd, umax
 
 
+@njit(cache=True, inline="always")
+def _int_chunk(c, indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, lbnd, umax_out, bad_out, check):
+    m = y.size
+    nc = np.int64(x.size) - 1
+    r0 = R[c]
+    r1 = R[c + 1]
+    e0 = E[c]
+    e1 = E[c + 1]
+    umax = np.uint64(0)
+    bad = e0 > e1 or r0 > r1
+    first[c] = 0
+    last[c] = 0
+    fbnd[c] = 0.0
+    lbnd[c] = 0.0
+    if not bad and r0 < m:
+        lo0 = np.int64(indptr[r0])
+        hi0 = np.int64(indptr[r0 + 1])
+        hi = min(hi0, e1)
+        if lo0 <= e0 and e0 <= hi and hi <= hi0 and (r1 > r0 or e1 <= hi0):
+            s, b, u = _int_dot(indices, data, x, e0, hi, nc, check)
+            first[c] = s
+            fbnd[c] = b
+            umax = max(umax, u)
+        else:
+            bad = True
+    if not bad:
+        for r in range(r0 + 1, r1):
+            a = np.int64(indptr[r])
+            b = np.int64(indptr[r + 1])
+            if a < e0 or b > e1 or a > b:
+                bad = True
+                break
+            s, bb, u = _int_dot(indices, data, x, a, b, nc, check)
+            y[r] = s
+            bnd[r] = bb
+            umax = max(umax, u)
+    if not bad and r1 > r0 and r1 < m:
+        lo = np.int64(indptr[r1])
+        if lo <= e1 and lo >= e0 and np.int64(indptr[r1 + 1]) >= e1:
+            s, b, u = _int_dot(indices, data, x, lo, e1, nc, check)
+            last[c] = s
+            lbnd[c] = b
+            umax = max(umax, u)
+        else:
+            bad = True
+    umax_out[c] = umax
+    bad_out[c] = bad
+
+
 @njit(cache=True, parallel=True)
-def int_rows(indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, lbnd, umax_out, bad_out,
-             check):
+def int_rows(indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, lbnd, umax_out, bad_out, check):
     """Integer rows: int64 sums that wrap (exact modulo 2**64) into y; with
     ``check`` also the float64 sums of |a_ij x_j| into bnd (per whole row) and
     fbnd/lbnd (per boundary part). Same chunking and flags as float_rows."""
-    m = y.size
-    C = R.size - 1
-    nc = np.int64(x.size) - 1
-    for c in prange(C):
-        r0 = R[c]
-        r1 = R[c + 1]
-        e0 = E[c]
-        e1 = E[c + 1]
-        umax = np.uint64(0)
-        bad = e0 > e1 or r0 > r1
-        first[c] = 0
-        last[c] = 0
-        fbnd[c] = 0.0
-        lbnd[c] = 0.0
-        if not bad and r0 < m:
-            lo0 = np.int64(indptr[r0])
-            hi0 = np.int64(indptr[r0 + 1])
-            hi = min(hi0, e1)
-            if lo0 <= e0 and e0 <= hi and hi <= hi0 and (r1 > r0 or e1 <= hi0):
-                s, b, u = _int_dot(indices, data, x, e0, hi, nc, check)
-                first[c] = s
-                fbnd[c] = b
-                umax = max(umax, u)
-            else:
-                bad = True
-        if not bad:
-            for r in range(r0 + 1, r1):
-                a = np.int64(indptr[r])
-                b = np.int64(indptr[r + 1])
-                if a < e0 or b > e1 or a > b:
-                    bad = True
-                    break
-                s, bb, u = _int_dot(indices, data, x, a, b, nc, check)
-                y[r] = s
-                bnd[r] = bb
-                umax = max(umax, u)
-        if not bad and r1 > r0 and r1 < m:
-            lo = np.int64(indptr[r1])
-            if lo <= e1 and lo >= e0 and np.int64(indptr[r1 + 1]) >= e1:
-                s, b, u = _int_dot(indices, data, x, lo, e1, nc, check)
-                last[c] = s
-                lbnd[c] = b
-                umax = max(umax, u)
-            else:
-                bad = True
-        umax_out[c] = umax
-        bad_out[c] = bad
+    for c in prange(R.size - 1):
+        _int_chunk(c, indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, lbnd, umax_out, bad_out, check)
+
+
+@njit(cache=True)
+def int_rows_serial(indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, lbnd, umax_out, bad_out, check):
+    """int_rows on the calling thread."""
+    for c in range(R.size - 1):
+        _int_chunk(c, indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, lbnd, umax_out, bad_out, check)
 
 
 # ----------------------------------------------------------------------------- combine

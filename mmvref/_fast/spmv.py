@@ -19,13 +19,13 @@ from ._io import is_tensor, like_input, to_numpy
 
 __all__ = ["spmv"]
 
-#: cost (nonzeros + ROW_COST * rows) below which fewer chunks are used; tests
-#: lower it to exercise rows split across chunks on small matrices
+#: cost (nonzeros + ROW_COST * rows) per chunk below which fewer chunks are used
+#: (one chunk runs on the calling thread); tests lower it to split rows across
+#: chunks on small matrices
 MIN_CHUNK_COST = 1 << 15
 #: chunks per thread
 CHUNKS_PER_THREAD = 8
 
-_I64 = np.iinfo(np.int64)
 _SAFE_INT64 = float(1 << 62)  # a row whose sum of |a_ij x_j| stays below this never left int64
 
 
@@ -69,6 +69,11 @@ def spmv(A, x, *, overflow="raise"):
     except int64 values above 2**53 in float64: then use gamma_{k+2}). This is
     the bound of any summation order of the k products, so it covers the
     reassociation. NaN and inf propagate as in IEEE arithmetic.
+
+    Validation (indptr starts at 0, ends at nnz and never decreases; every
+    column index in [0, shape[1])) is fused into the kernel's single pass over
+    the matrix: an invalid matrix is never read out of bounds, and the error
+    (ValueError naming indptr or indices) is raised after that pass.
     """
     src = x
     check_overflow(overflow)
@@ -107,7 +112,8 @@ def _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n):
     C = R.size - 1
     first = np.zeros(C, dtype=rdt)
     last = np.zeros(C, dtype=rdt)
-    K.float_rows(indptr, indices, data, xk, y, R, E, first, last, umax, bad)
+    kernel = K.float_rows if C > 1 else K.float_rows_serial
+    kernel(indptr, indices, data, xk, y, R, E, first, last, umax, bad)
     _check_flags(indptr, indices, data, n, umax, bad)
     K.combine(y, R, first, last)
     return y
@@ -123,7 +129,8 @@ def _int(indptr, indices, data, x, rdt, R, E, umax, bad, m, n, overflow):
     fb = np.zeros(C, dtype=np.float64)
     lb = np.zeros(C, dtype=np.float64)
     check = overflow == "raise"
-    K.int_rows(indptr, indices, data, xk, y, bnd, R, E, first, last, fb, lb, umax, bad, check)
+    kernel = K.int_rows if C > 1 else K.int_rows_serial
+    kernel(indptr, indices, data, xk, y, bnd, R, E, first, last, fb, lb, umax, bad, check)
     _check_flags(indptr, indices, data, n, umax, bad)
     K.combine(y, R, first, last)
     if check:
