@@ -1,0 +1,161 @@
+"""The benchmark driver: ``python -m benchmarks``."""
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+
+import numba
+import numpy as np
+
+from . import report
+from .harness import Missing, Result, Skip, _our, copy_bandwidth, free, time_interleaved
+from .ops import FULL_N, OPS, QUICK_N, op_names
+
+__all__ = ["main", "run"]
+
+
+def _versions():
+    v = {"python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
+         "threads": numba.get_num_threads(), "machine": platform.machine(), "processor": platform.processor()}
+    for mod in ("scipy", "torch", "torch_scatter", "mmvref"):
+        try:
+            v[mod] = __import__(mod).__version__
+        except Exception:
+            v[mod] = None
+    try:
+        import torch
+
+        v["torch_threads"] = torch.get_num_threads()
+    except Exception:
+        pass
+    return v
+
+
+def run(names, *, quick, runs, log=print):
+    """Run the benchmarks of ``names``; returns (results, copy GB/s, peer names per op)."""
+    copy_n = QUICK_N if quick else FULL_N
+    copy_gbs, copy_ms = copy_bandwidth(copy_n, runs=runs)
+    log(f"copy: {copy_n:,} int32 in {copy_ms:.2f} ms = {copy_gbs:.1f} GB/s (parallel Numba, read + write)")
+    results = [Result("copy", f"n={copy_n:,}", "numba parallel copy", False, copy_n, 8 * copy_n, ms=copy_ms,
+                      runs=runs)]
+    peer_order = {}
+    for name in names:
+        bench = OPS[name]
+        peers = bench.peers()
+        peer_order[name] = list(peers)
+        try:
+            fn = _our(name)
+            missing = None
+        except Missing as exc:
+            fn, missing = None, str(exc)
+        for case in bench.cases(quick):
+            t0 = time.perf_counter()
+            inp = bench.inputs(case)
+            nbytes = bench.nbytes(case, inp)
+            extra = {"plots": case.plots, **{k: v for k, v in case.params.items() if k != "matrix"}}
+            if "label" in case.params:
+                extra["matrix"] = case.params["label"]
+
+            def result(impl, ours, _n=name, _c=case, _b=nbytes, _x=extra, **kw):
+                return Result(_n, _c.label, impl, ours, _c.n, _b, _c.density, extra=dict(_x), **kw)
+
+            thunks, rows = {}, {}
+            if fn is None:
+                rows["ours"] = result("ours", True, status="missing", note=missing)
+            else:
+                thunks["ours"] = bench.ours(fn, inp)
+            for pname, make in peers.items():
+                try:
+                    thunks[pname] = make(inp)
+                except Skip as exc:
+                    rows[pname] = result(pname, False, status="skipped", note=str(exc))
+            times, outputs = time_interleaved(thunks, runs=runs)
+            for key in thunks:
+                ours = key == "ours"
+                out = outputs[key]
+                if isinstance(out, (NotImplementedError, Missing)) and ours:
+                    rows[key] = result(key, True, status="missing", note=f"{type(out).__name__}: {out}")
+                elif isinstance(out, Skip):
+                    rows[key] = result(key, ours, status="skipped", note=str(out))
+                elif isinstance(out, Exception):
+                    rows[key] = result(key, ours, status="error", note=f"{type(out).__name__}: {out}")
+                else:
+                    ms, k = times[key]
+                    rows[key] = result(key, ours, ms=ms, runs=k)
+                    if not ours and "ours" in times and not bench.same(outputs["ours"], out):
+                        rows[key].note = "output differs from ours"
+            results.extend(rows[k] for k in ["ours", *peers] if k in rows)
+            outputs = {k: v for k, v in outputs.items() if not isinstance(v, Exception)}
+            if hasattr(bench, "accuracy") and "ours" in outputs:
+                acc = bench.accuracy(inp, outputs)
+                for r in results:
+                    if r.op == name and r.case == case.label and (("ours" if r.ours else r.impl) in acc):
+                        r.extra["accuracy"] = acc["ours" if r.ours else r.impl]
+            case_rows = [r for r in results if r.op == name and r.case == case.label]
+            log(f"{name:16s} {case.label:34s} " + "  ".join(
+                f"{'ours' if r.ours else r.impl}={r.ms:.2f}ms" if r.ms else f"{r.impl}={r.status}"
+                for r in case_rows) + f"   [{time.perf_counter() - t0:.1f}s]")
+            del inp, outputs
+            free()
+    again, again_ms = copy_bandwidth(copy_n, runs=runs)
+    log(f"copy again: {again_ms:.2f} ms = {again:.1f} GB/s; the yardstick is the faster of the two")
+    results.append(Result("copy", f"n={copy_n:,} (end)", "numba parallel copy", False, copy_n, 8 * copy_n,
+                          ms=again_ms, runs=runs))
+    return results, max(copy_gbs, again), peer_order
+
+
+def _reuse_memory():
+    """glibc serves blocks above its mmap threshold (at most 32 MiB by default) with fresh
+    mmap'ed pages, so every op that returns a new 400 MB array pays ~100k page faults; raising
+    the threshold keeps freed blocks in the heap for reuse. Same effect as MALLOC_MMAP_THRESHOLD_."""
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+    if not (libc.mallopt(M_MMAP_THRESHOLD, 1 << 30) and libc.mallopt(M_TRIM_THRESHOLD, 1 << 31)):
+        raise SystemExit("--reuse-memory: mallopt failed (not glibc?)")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="n = 1e7 only and fewer cases (under 2 minutes)")
+    ap.add_argument("--ops", nargs="+", metavar="OP", help=f"ops to run (default: all): {', '.join(op_names())}")
+    ap.add_argument("--plot", metavar="DIR", help="write PNG plots to DIR")
+    ap.add_argument("--json", metavar="FILE", help="save the results as JSON")
+    ap.add_argument("--runs", type=int, default=5, help="timed runs per measurement, at least 5 (default 5)")
+    ap.add_argument("--reuse-memory", action="store_true",
+                    help="let glibc reuse freed large blocks (mallopt M_MMAP_THRESHOLD/M_TRIM_THRESHOLD = 4 GiB) "
+                         "so that results allocated per call do not page-fault fresh memory; applies to every "
+                         "implementation in the process alike")
+    args = ap.parse_args(argv)
+    if args.reuse_memory:
+        _reuse_memory()
+    names = args.ops or op_names()
+    unknown = [n for n in names if n not in OPS]
+    if unknown:
+        ap.error(f"unknown op(s) {', '.join(unknown)}; known: {', '.join(op_names())}")
+    meta = _versions()
+    meta.update(quick=args.quick, runs=max(5, args.runs), reuse_memory=args.reuse_memory, argv=sys.argv[1:])
+    print("# mmvref benchmarks (" + ("quick" if args.quick else "full") + ")\n")
+    print(", ".join(f"{k} {v}" for k, v in meta.items() if k not in ("argv",)) + "\n")
+    t0 = time.perf_counter()
+    results, copy_gbs, peer_order = run(names, quick=args.quick, runs=max(5, args.runs),
+                                        log=lambda s: print(s, file=sys.stderr, flush=True))
+    meta["copy_gb_per_s"] = copy_gbs
+    meta["seconds"] = time.perf_counter() - t0
+    print(f"Memory-copy yardstick: {copy_gbs:.1f} GB/s (parallel Numba copy, bytes read + written; the "
+          f"faster of a copy at the start and at the end). Each case times its implementations in "
+          f"interleaved rounds (at least {max(5, args.runs)} rounds and 0.3 s after one warm-up call) "
+          f"and reports medians; vs <peer> = peer time / our time.\n")
+    print(report.markdown([r for r in results if r.op != "copy"], copy_gbs, peer_order))
+    if args.json:
+        report.write_json(args.json, meta, results)
+        print(f"results written to {args.json}")
+    if args.plot:
+        files = report.plot(args.plot, [r for r in results if r.op != "copy"], copy_gbs)
+        print(f"plots written to {args.plot}: {', '.join(files)}")
+    print(f"\ntotal {meta['seconds']:.0f} s")
+    return 0
