@@ -31,8 +31,13 @@ KEEP_DTYPE = MappingProxyType({d: d for d in VALUE_DTYPES})
 EXACT_INT = "integers exact (bit-identical); floats: see the op's float bound"
 ORDERED_FP = ("integers exact; floats accumulated in the result dtype, in index order within "
               "chunks; |err_i| <= (len_i + chunks) * u * sum_{j in segment, j<=i} |x_j|")
-PREFIX_DIFF_FP = ("integers exact; floats (golden) are differences of global prefix sums: "
-                  "|err_i| <= 2 * n * u * sum_{j<=end_i} |x_j| (scales with the prefix, not the row)")
+PREFIX_DIFF_FP = ("integers exact; floats: golden = differences of global prefix sums, "
+                  "|err_i| <= 2 * n * u * sum_{j<=end_i} |x_j| (scales with the prefix, not the row); "
+                  "fast = each segment/row accumulated on its own, |err_i| <= (len_i + chunks) * u * "
+                  "sum_{j in segment i} |x_j|")
+SPMV_FP = ("integers exact; floats: golden = differences of global prefix sums of the products "
+           "(App. Alg. 4), |err_i| <= 2 * nnz * u * sum_{k<=end_i} |a_k x_col(k)|; fast = per row, "
+           "|err_i| <= gamma_{len_i} * sum_j |a_ij x_j|, gamma_k = k u / (1 - k u)")
 COPY = "exact copy (values are moved, never combined)"
 
 
@@ -100,7 +105,7 @@ _SPECS = (
     OpSpec("compress", "compress(x, mask) -> x[mask == 1]", KEEP_DTYPE, _G + "compress", _F + "compress",
            _B + "compress", COPY, "§2 COMPRESS (Thm 4.2 proof)"),
     OpSpec("spmv", "spmv(A, x) -> A @ x for CSR A; empty rows give 0", VALUE_RULE, _G + "spmv",
-           "mmvref._fast.spmv:spmv", _B + "spmv", PREFIX_DIFF_FP, "§4.3.3 Alg. 4; App. A.3.3 Algs. 4-6"),
+           "mmvref._fast.spmv:spmv", _B + "spmv", SPMV_FP, "§4.3.3 Alg. 4; App. A.3.3 Algs. 4-6"),
     OpSpec("mult", "mult(x, y) -> x * y element-wise (integers)", INT_RULE, _G + "mult", None, _B + "mult",
            EXACT_INT, "Cor. 4.5"),
     OpSpec("matrix_product", "matrix_product(A, B) -> A @ B (integers)", INT_RULE, _G + "matrix_product", None,
