@@ -31,7 +31,7 @@ I32_MAX = 2147483647
 
 @njit(cache=True, parallel=True)
 def chunk_sums(x, starts, out):
-    """out[c] = sum(x[starts[c]:starts[c+1]]) in the dtype of ``out``."""
+    """out[c] = sum(x[starts[c]:starts[c+1]]) in the dtype of ``out`` (zero-initialised)."""
     for c in prange(starts.size - 1):
         xs = x[starts[c]:starts[c + 1]]
         a = out[c] - out[c]
@@ -395,16 +395,6 @@ def csr_sums_float(x, indptr, rstarts, share, out):
             for i in range(xs.size):
                 a += xs[i]
             out[r] = a
-
-
-@njit(cache=True, parallel=True)
-def range_sums_int(x, starts, out):
-    for c in prange(starts.size - 1):
-        xs = x[starts[c]:starts[c + 1]]
-        a = np.int64(0)
-        for i in range(xs.size):
-            a += xs[i]
-        out[c] = a
 
 
 @njit(cache=True, parallel=True, fastmath={"reassoc", "nsz", "arcp", "contract"})

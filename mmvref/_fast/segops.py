@@ -319,7 +319,7 @@ def segment_sum_csr(x, indptr, *, dtype=None, overflow="raise"):
         parts = np.linspace(a, b, T * 4 + 1).astype(np.int64)
         if is_int:
             ps = np.zeros(parts.size - 1, dtype=np.int64)
-            K.range_sums_int(xk, parts, ps)
+            K.chunk_sums(xk, parts, ps)
             v = int(ps.sum())  # exact for int8/16/32 input; modulo 2**64 for int64
             lo_v, hi_v = min(lo_v, v), max(hi_v, v)
             out[r] = _wrap(v, rdt)
