@@ -240,7 +240,14 @@ def segmented_sum(x, flags, *, dtype=None, overflow="raise"):
         tails = np.zeros(C, dtype=np.int64)
         suspect = np.zeros(C, dtype=np.bool_)
         check = overflow == "raise" and rdt == np.int32
-        K.segsum_int(xk, f, starts, bases, out, heads, tails, check, suspect)
+        if 64 * nseg < n:  # long segments: find flags 8 at a time, reduce each segment at SIMD width
+            mins = np.zeros(C, dtype=np.int64)
+            maxs = np.zeros(C, dtype=np.int64)
+            f64 = f[: n // 8 * 8].view(np.uint64) if f.ctypes.data % 8 == 0 else np.zeros(0, np.uint64)
+            K.segsum_int_sparse(xk, f, f64, starts, bases, out, heads, tails, mins, maxs)
+            suspect[:] = check and (mins.min() < _I32.min or maxs.max() > _I32.max)
+        else:
+            K.segsum_int(xk, f, starts, bases, out, heads, tails, check, suspect)
         heads_l, tails_l = [int(v) for v in heads], [int(v) for v in tails]
     else:
         heads = np.zeros(C, dtype=rdt)
