@@ -44,7 +44,7 @@ def inputs(draw, big=False):
     else:
         x = np.array(draw(st.lists(st.floats(-100, 100, width=16 if dt == "float16" else 32),
                                    min_size=n, max_size=n)), dtype=dt)
-    density = draw(st.sampled_from([0.0, 1.0, 0.02, 0.3]))
+    density = draw(st.sampled_from([0.0, 1.0, 0.02, 0.3, 0.005]))  # 0.005: long-segment kernels
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
     fdt = draw(st.sampled_from([np.uint8, np.int8, np.bool_]))
