@@ -457,6 +457,9 @@ def csr_sums_float(x, indptr, rstarts, share, out):
 
 @njit(cache=True, parallel=True, fastmath={"reassoc", "nsz", "arcp", "contract"})
 def range_sums_float(x, starts, out):
+    """``chunk_sums`` with reassociation allowed, for the pieces of a long float
+    segment (vectorized; the segment_sum_csr bound holds for any order). The scan's
+    chunk sums keep ``chunk_sums`` (strict order)."""
     for c in prange(starts.size - 1):
         xs = x[starts[c]:starts[c + 1]]
         a = out[c] - out[c]
