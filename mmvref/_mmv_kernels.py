@@ -40,6 +40,32 @@ def matmul_rows(x, a, lo, hi, out):
 
 
 @njit(cache=True)
+def lmatmul_tiles(a, x, out):
+    """out = A @ X for every s x s tile X of x (row-major, zero-padded); the
+    products are accumulated over k in ascending order, in the word type."""
+    s = a.shape[0]
+    n = x.shape[0]
+    t = np.zeros((s, s), dtype=out.dtype)
+    acc = np.zeros(s, dtype=out.dtype)
+    for base in range(0, n, s * s):
+        m = min(s * s, n - base)
+        t[:, :] = 0
+        for e in range(m):
+            t[e // s, e % s] = x[base + e]
+        for i in range(s):
+            if (i * s) >= m:
+                break
+            acc[:] = 0
+            for k in range(s):
+                aik = a[i, k]
+                if aik != 0:
+                    for j in range(s):
+                        acc[j] += aik * t[k, j]
+            for j in range(min(s, m - i * s)):
+                out[base + i * s + j] = acc[j]
+
+
+@njit(cache=True)
 def revspec_blocks(xbar, fbar, s, out):
     """REVSPEC (Lemma A.1), block by block.
 

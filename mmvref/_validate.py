@@ -19,6 +19,8 @@ __all__ = [
     "as_csr",
     "check_s",
     "check_overflow",
+    "as_uniform",
+    "check_weights",
 ]
 
 OVERFLOW_MODES = ("raise", "wrap")
@@ -143,3 +145,29 @@ def as_csr(indptr, indices, data, n_cols: int | None = None, data_name: str = "d
             bad = lo if lo < 0 else hi
             raise ValueError(f"indices out of range: column index {bad} not in [0, {n_cols})")
     return ptr, ind, data
+
+
+def as_uniform(u, name: str = "u") -> np.ndarray:
+    """Uniform sample(s) in [0, 1) as float64 (a 0-d array for a scalar)."""
+    try:
+        a = np.asarray(u, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a float or an array of floats, got {type(u).__name__}") from None
+    ok = (a >= 0) & (a < 1)
+    if not np.all(ok):
+        bad = a if a.ndim == 0 else a[~ok].ravel()[0]
+        raise ValueError(f"{name} must lie in [0, 1), got {float(bad)!r}")
+    return a
+
+
+def check_weights(w: np.ndarray, name: str) -> None:
+    """Sampling weights: finite and non-negative (ValueError naming the first bad one)."""
+    if w.dtype.kind == "f":
+        bad = ~np.isfinite(w)
+        if bad.any():
+            i = np.unravel_index(int(np.argmax(bad)), w.shape)
+            raise ValueError(f"{name} must be finite; {name}{list(i)} = {w[i]}")
+    neg = w < 0
+    if neg.any():
+        i = np.unravel_index(int(np.argmax(neg)), w.shape)
+        raise ValueError(f"{name} must be non-negative; {name}{list(i)} = {w[i]}")

@@ -25,6 +25,13 @@ Why ours is tighter (Remark 3.1 asks for a bound per algorithm):
   shifted rows |a| 2^k (k < m = bit length of |b|) are <= |a||b| too; a
   segmented scan over n such rows only ever sums disjoint ranges of them:
   <= sum_i |x_i||y_i| <= n M_x M_y. Paper: O(log M) bits per element.
+* The Ascend scans (parallel-scan-ascend Algs. 1-3) obey the contiguous-range
+  lemma too: tile scans, tile sums (A 1_s), sums of earlier rows of a tile
+  (L_s^- A 1_s), block reductions and the carried partials are all sums over
+  one contiguous range, so ``scan``'s bound n*M holds for ScanU, ScanUL1 and
+  MCScan. Split, radix sort and top-k only move values; their arithmetic is
+  the mask scan and the output positions (<= n): ``compress``'s bound.
+  Weighted and top-p sampling scan the weights: ``scan``'s bound.
 """
 from __future__ import annotations
 

@@ -29,18 +29,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _mmv_kernels as _k
+from ._order import order_keys
 from ._validate import check_s
 
 __all__ = [
     # constants
     "upper_ones", "b_matrix", "diff_matrix", "lower_strict", "ones", "first_of_block",
     # MMU
-    "matmul",
+    "matmul", "lmatmul",
     # VCU, Table A.2 and App. Alg. 3
     "and_", "or_", "not_", "xor", "mask", "iszero", "leq", "add", "sub", "mul",
     "fills", "gathers", "scatters", "shiftl", "shiftr", "revspec",
     # VCU, irregular access (§3.1: "implemented with a dedicated AC[0] circuit")
     "gather", "scatter", "bit", "bitshl",
+    # VCU, bit-wise pre-processing of radix sort (parallel-scan-ascend §5)
+    "orderkey",
     # accounting
     "Counter", "counting",
 ]
@@ -214,6 +217,27 @@ def matmul(x, a):
     out = np.empty_like(x)
     _k.matmul_rows(np.ascontiguousarray(x), np.ascontiguousarray(a), lo, hi, out)
     return _mmu("matmul", -(-x.shape[0] // s), out)
+
+
+def lmatmul(a, x):
+    """MATMUL with the constant on the left: A X for every s x s tile X of x.
+
+    ``x`` (length n) is cut into tiles of s*s elements, each viewed row-major as
+    an s x s matrix (the last one zero-padded); the result holds A X per tile,
+    row-major, padding dropped. ScanUL1 (parallel-scan-ascend Alg. 2 line 12)
+    multiplies L_s^- from the left; the cube unit takes either operand order.
+    Counted as one MMU call of ceil(n/s) rows, like ``matmul``.
+    """
+    x = np.asarray(x)
+    a = np.asarray(a)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ValueError(f"A must be a square s x s matrix, got shape {a.shape}")
+    s = check_s(a.shape[0])
+    if x.ndim != 1:
+        raise ValueError(f"x must be 1-D, got shape {x.shape}")
+    out = np.empty_like(x)
+    _k.lmatmul_tiles(np.ascontiguousarray(a.astype(x.dtype, copy=False)), np.ascontiguousarray(x), out)
+    return _mmu("lmatmul", -(-x.shape[0] // s), out)
 
 
 # --------------------------------------------------------------------------- VCU
@@ -399,6 +423,22 @@ def scatter(x, idx, m):
     z = np.zeros(int(m), dtype=x.dtype)
     _k.scatter_idx(_as_bits(x), idx, _as_bits(z))
     return _vcu("scatter", len(x), z)
+
+
+def orderkey(x, descending=False):
+    """Order-preserving keys (Knuth 5.2.5 Ex. 8-9; parallel-scan-ascend §5, Radix sort).
+
+    Bit-wise pre-processing of radix sort, one VCU instruction: the result
+    words (int64 holding the unsigned key's bits) compare as unsigned integers
+    in the order of DEVELOPERS.md ("Order"): signed integers get their sign bit
+    flipped; floats get the sign bit of non-negatives flipped and all bits of
+    negatives inverted, after -0.0 is mapped to +0.0 and every NaN to the
+    largest key. ``descending`` inverts every key bit. The key width is the
+    input's bit width. The definition: ``mmvref._order``.
+    """
+    x = np.asarray(x)
+    u = order_keys(x, descending).astype(np.uint64)
+    return _vcu("orderkey", len(x), u.view(np.int64))
 
 
 def bit(x, k):

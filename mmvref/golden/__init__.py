@@ -5,7 +5,10 @@ Ops (validate, load words, run, finish to the project's result dtype):
 ``scan`` (Alg. 1), ``scd`` (Alg. 2), ``sscr`` (Alg. 3), ``compress``,
 ``seg_scan`` (App. Alg. 1), ``int_mult`` (Lemma 4.4), ``mult`` (Cor. 4.5),
 ``matrix_product`` (Thm 4.6), ``spmv`` (App. Algs. 4-6), ``segment_sum_csr``
-(App. Alg. 4 lines 3-5).
+(App. Alg. 4 lines 3-5). From the Ascend scan paper (parallel-scan-ascend.txt):
+``scan_u`` (Alg. 1 ScanU), ``scan_ul1`` (Alg. 2 ScanUL1), ``mc_scan`` (Alg. 3
+MCScan), batched over rows and exclusive; ``split``, ``split_ind``,
+``radix_sort``, ``argsort``, ``topk``, ``weighted_sample``, ``top_p_sample`` (§5).
 
 Floats: the algorithms speculate across segment boundaries and subtract
 (the paper's operators form a group), so an inf, a NaN or an overflow in one
@@ -20,7 +23,33 @@ Stages (machine words in, words out; see ``to_words``): ``scan_words``,
 """
 from ._words import DEFAULT_S, finish, flag_words, to_words
 from .arith import int_mult, matrix_product, mult, mult_words
+from .ascend_scan import (
+    exclusive_shift,
+    mc_scan,
+    mc_scan_words,
+    propagate,
+    reduce_tiles,
+    row_scan,
+    scan_u,
+    scan_u_words,
+    scan_ul1,
+    scan_ul1_words,
+    tile_scan_ul1,
+)
 from .scan import scan, scan_words
+from .scan_operators import (
+    argsort,
+    inverse_transform,
+    radix_pass,
+    radix_sort,
+    select_smallest,
+    split,
+    split_ind,
+    split_positions,
+    top_p_sample,
+    topk,
+    weighted_sample,
+)
 from .segmented import compress, compress_words, diff, diff_mmu, end_flags, revert, scd, sscr
 from .segscan import (
     block_seg_scan,
@@ -42,4 +71,9 @@ __all__ = [
     "revert", "end_flags", "seg_scan", "seg_scan_words", "block_seg_scan", "recurse",
     "update_first_segment", "revert_spec_simple", "revert_spec_vector", "int_mult", "mult", "mult_words",
     "matrix_product", "spmv", "segment_sum_csr", "csr_gather", "gather_spmv", "handle_leading_zeros",
+    # parallel-scan-ascend §4-§5
+    "scan_u", "scan_ul1", "mc_scan", "scan_u_words", "scan_ul1_words", "mc_scan_words", "row_scan",
+    "propagate", "tile_scan_ul1", "reduce_tiles", "exclusive_shift",
+    "split", "split_ind", "radix_sort", "argsort", "topk", "weighted_sample", "top_p_sample",
+    "split_positions", "radix_pass", "select_smallest", "inverse_transform",
 ]
