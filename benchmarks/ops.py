@@ -463,6 +463,10 @@ def _dd_spmv(indptr, indices, data, x):
 OPS = {b.name: b for b in (ScanBench(), SegScanBench(), SegSumBench(), SegSumCsrBench(), CompressBench(),
                            SpmvBench())}
 
+from .scan_family import OPS as _SCAN_FAMILY  # noqa: E402  (it builds on the helpers above)
+
+OPS.update(_SCAN_FAMILY)
+
 
 def op_names():
     """The benchmarked ops, in the registry's order when the registry lists them."""

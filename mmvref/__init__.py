@@ -2,13 +2,25 @@
 
 Fast CPU ops (numpy in, numpy out; torch CPU tensors in, torch out):
 ``scan``, ``segmented_scan``, ``segmented_sum``, ``segment_sum_csr``,
-``compress``, ``spmv``.
+``compress``, ``spmv``; and the scan-based operators of the Ascend scan paper
+``batched_scan``, ``split``, ``split_ind``, ``radix_sort``, ``argsort``,
+``topk``, ``weighted_sample``, ``top_p_sample`` (semantics: DEVELOPERS.md).
 
 Golden model of the MMV-RAM algorithms, stage by stage: ``mmvref.golden``,
 built from the instructions of ``mmvref.mmv``; bit bounds in ``mmvref.bounds``;
 every op declared once in ``mmvref.registry``.
 """
 from . import bounds, golden, mmv, registry
+from ._fast.scanops import (
+    argsort,
+    batched_scan,
+    radix_sort,
+    split,
+    split_ind,
+    top_p_sample,
+    topk,
+    weighted_sample,
+)
 from ._fast.segops import compress, scan, segment_sum_csr, segmented_scan, segmented_sum
 from ._fast.spmv import spmv  # noqa: E402
 from .registry import REGISTRY
@@ -17,5 +29,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "compress", "spmv",
+    "batched_scan", "split", "split_ind", "radix_sort", "argsort", "topk", "weighted_sample", "top_p_sample",
     "golden", "mmv", "bounds", "registry", "REGISTRY", "__version__",
 ]

@@ -26,6 +26,8 @@ __all__ = ["OpSpec", "REGISTRY", "get", "names"]
 VALUE_RULE = MappingProxyType({d: result_dtype(d) for d in VALUE_DTYPES})
 INT_RULE = MappingProxyType({d: r for d, r in VALUE_RULE.items() if d.kind == "i"})
 KEEP_DTYPE = MappingProxyType({d: d for d in VALUE_DTYPES})
+TO_INDEX = MappingProxyType({d: np.dtype(np.int64) for d in VALUE_DTYPES})
+FLOAT_TO_INDEX = MappingProxyType({d: np.dtype(np.int64) for d in VALUE_DTYPES if d.kind == "f"})
 
 #: error models, by name
 EXACT_INT = "integers exact (bit-identical); floats: see the op's float bound"
@@ -39,6 +41,11 @@ SPMV_FP = ("integers exact; floats: golden = differences of global prefix sums o
            "(App. Alg. 4), |err_i| <= 2 * nnz * u * sum_{k<=end_i} |a_k x_col(k)|; fast = per row, "
            "|err_i| <= gamma_{len_i} * sum_j |a_ij x_j|, gamma_k = k u / (1 - k u)")
 COPY = "exact copy (values are moved, never combined)"
+ROW_FP = ("integers exact; floats: fast = each row accumulated in index order, |err_i| <= i u sum_{j<=i} |x_j|; "
+          "golden = ScanU tile scans plus carries, |err_i| <= (s + i/s) u sum_{j<=i} |x_j|")
+SAMPLE_FP = ("an index, compared exactly; integer weights exact; float weights: the fast op's float64 sums are "
+             "sequential (bit-equal to np.cumsum), the golden op's are blocked (MCScan), and the two can differ "
+             "only where u*sum lies within 2 n u64 sum|w| of a cumulative sum (DEVELOPERS.md)")
 
 
 def _resolve(ref):
@@ -88,10 +95,12 @@ class OpSpec:
 _G = "mmvref.golden:"
 _F = "mmvref._fast.segops:"
 _B = "mmvref.bounds:"
+_S = "mmvref._fast.scanops:"
 
 _SPECS = (
     OpSpec("scan", "scan(x, *, exclusive=False, dtype=None, overflow='raise') -> z, z[i] = sum(x[:i+1])",
-           VALUE_RULE, _G + "scan", _F + "scan", _B + "scan", ORDERED_FP, "Alg. 1 (Thm 4.1)"),
+           VALUE_RULE, _G + "scan", _F + "scan", _B + "scan", ORDERED_FP, "Alg. 1 (Thm 4.1)",
+           variants=(_G + "scan_u", _G + "scan_ul1", _G + "mc_scan")),
     OpSpec("segmented_scan",
            "segmented_scan(x, flags, *, exclusive=False, dtype=None, overflow='raise') -> z (Problem 2.1)",
            VALUE_RULE, _G + "seg_scan", _F + "segmented_scan", _B + "seg_scan", ORDERED_FP,
@@ -106,6 +115,27 @@ _SPECS = (
            _B + "compress", COPY, "§2 COMPRESS (Thm 4.2 proof)"),
     OpSpec("spmv", "spmv(A, x) -> A @ x for CSR A; empty rows give 0", VALUE_RULE, _G + "spmv",
            "mmvref._fast.spmv:spmv", _B + "spmv", SPMV_FP, "§4.3.3 Alg. 4; App. A.3.3 Algs. 4-6"),
+    # parallel-scan-ascend.txt §4-§5; semantics in DEVELOPERS.md, "Scan-based operators"
+    OpSpec("batched_scan",
+           "batched_scan(x, *, exclusive=False, dtype=None, overflow='raise') -> each row of 2-D x scanned",
+           VALUE_RULE, _G + "scan_u", _S + "batched_scan", _B + "scan", ROW_FP,
+           "Ascend Algs. 1-2, §4.2 (batched)", variants=(_G + "scan_ul1", _G + "mc_scan")),
+    OpSpec("split", "split(x, mask) -> x[mask == 1] then x[mask == 0], stable", KEEP_DTYPE, _G + "split",
+           _S + "split", _B + "compress", COPY, "Ascend §5 Split"),
+    OpSpec("split_ind", "split_ind(x, mask) -> (split values, their indices int64)", KEEP_DTYPE,
+           _G + "split_ind", _S + "split_ind", _B + "compress", COPY, "Ascend §5 SplitInd"),
+    OpSpec("radix_sort", "radix_sort(x, *, descending=False) -> (values, indices int64), stable",
+           KEEP_DTYPE, _G + "radix_sort", _S + "radix_sort", _B + "compress", COPY, "Ascend §5 Radix sort"),
+    OpSpec("argsort", "argsort(x, *, descending=False) -> indices int64 of the stable sort", TO_INDEX,
+           _G + "argsort", _S + "argsort", _B + "compress", COPY, "Ascend §5 Radix sort"),
+    OpSpec("topk", "topk(x, k, *, largest=True) -> (values, indices int64), sorted", KEEP_DTYPE,
+           _G + "topk", _S + "topk", _B + "compress", COPY, "Ascend §5 Top-k"),
+    OpSpec("weighted_sample", "weighted_sample(w, u) -> int64 index, smallest i with cumsum(w)[i] > u*sum(w)",
+           TO_INDEX, _G + "weighted_sample", _S + "weighted_sample", _B + "scan", SAMPLE_FP,
+           "Ascend §5 Weighted sampling"),
+    OpSpec("top_p_sample", "top_p_sample(probs, p, u) -> int64 token per row (Llama 3 sample_top_p, given u)",
+           FLOAT_TO_INDEX, _G + "top_p_sample", _S + "top_p_sample", _B + "scan", SAMPLE_FP,
+           "Ascend §5 Top-p sampling"),
     OpSpec("mult", "mult(x, y) -> x * y element-wise (integers)", INT_RULE, _G + "mult", None, _B + "mult",
            EXACT_INT, "Cor. 4.5"),
     OpSpec("matrix_product", "matrix_product(A, B) -> A @ B (integers)", INT_RULE, _G + "matrix_product", None,
