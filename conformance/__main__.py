@@ -36,6 +36,8 @@ def run(backend_name, ops, examples, seed, s):
             n_run += 1
             if msg and first is None:
                 first = msg
+        if n_run == 0:
+            first = "no cases generated for this op (the runner cannot vouch for it)"
         status = "ok" if first is None else f"FAIL: {first}"
         failures += first is not None
         print(f"  {op:18s} {n_run:4d} examples  {time.perf_counter() - t0:6.2f} s  {status}", flush=True)

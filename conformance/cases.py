@@ -45,6 +45,15 @@ def csr(rng, n_rows, n_cols, dtype):
     return indptr, indices, data
 
 
+def _with_specials(rng, x):
+    """Floats get -0.0, +-inf and NaN sprinkled in (the sort order's edge cases)."""
+    if x.dtype.kind == "f" and x.size:
+        pick = rng.random(x.size) < 0.2
+        x = x.copy()
+        x[pick] = rng.choice(np.array([-0.0, 0.0, np.inf, -np.inf, np.nan]), int(pick.sum()))
+    return x
+
+
 def cases(op: str, rng, s: int, count: int):
     """Yield (args, kwargs) tuples for ``op``."""
     ls = lengths(s)
@@ -60,6 +69,29 @@ def cases(op: str, rng, s: int, count: int):
             yield (x, offsets(rng, n)), {}
         elif op == "compress":
             yield (x, flags(rng, n)), {}
+        elif op == "batched_scan":
+            rows = int(rng.integers(0, 4))
+            yield (np.stack([values(rng, n, dt) for _ in range(rows)]).reshape(rows, n),), {}
+        elif op in ("split", "split_ind"):
+            yield (x, flags(rng, n)), {}
+        elif op in ("radix_sort", "argsort"):
+            yield (_with_specials(rng, x),), {}
+        elif op == "topk":
+            yield (_with_specials(rng, x), int(rng.integers(0, n + 1))), {}
+        elif op == "weighted_sample":
+            # integer or dyadic weights: every summation order gives the same sums,
+            # so golden (blocked MCScan) and any backend must pick the same index
+            w = rng.integers(0, 5, max(n, 1)).astype(dt) if dt.startswith("int") else \
+                (rng.integers(0, 65, max(n, 1)) / 64).astype(dt)
+            w[int(rng.integers(0, len(w)))] = 1
+            yield (w, float(rng.choice([0.0, rng.random()]))), {}
+        elif op == "top_p_sample":
+            if not dt.startswith("float"):
+                continue
+            rows = int(rng.integers(1, 4))
+            probs = (rng.integers(0, 65, (rows, max(n, 1))) / 64).astype(dt)
+            probs[:, 0] = 1 / 64
+            yield (probs, float(rng.choice([0.0, 0.5, 0.9, 1.0])), rng.random(rows)), {}
         elif op == "spmv":
             n_rows, n_cols = int(rng.integers(0, 2 * s)), int(rng.integers(1, 2 * s))
             ptr, ind, data = csr(rng, n_rows, n_cols, dt)

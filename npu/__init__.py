@@ -1,15 +1,34 @@
 """npu: the authors' AscendC kernels (huawei-csl/pytorch-tcuscan, module
-``tcuscan_ops``) behind the project's calling convention.
+``tcuscan_ops``) behind the project's calling convention, and a torch
+emulation of the same algorithms.
 
-So far this package only answers whether an NPU stack is present; the
-backends (TcuscanBackend, TorchEmulationBackend, MmvrefBackend) are the work of
-the npu issue. ``import npu`` never needs torch_npu, CANN or tcuscan.
+Backends (the protocol: an object whose methods are the registry's op names,
+numpy arrays in and out; device tensors stay inside):
+
+- ``TcuscanBackend(module=None, device=None)``: the real kernels; ``module``
+  and ``device`` injectable (``npu.testing`` has a CPU stand-in module);
+- ``TorchEmulationBackend(device="cpu")``: the MM+V algorithms in torch on
+  CPU, CUDA or NPU, a second implementation that cross-checks the golden model;
+- ``MmvrefBackend()``: the fast CPU ops of ``mmvref``.
+
+``import npu.torch_ops`` registers ``torch.ops.mmv.<op>``. ``import npu`` needs
+neither torch_npu, CANN nor tcuscan (nor torch, until a backend is used);
+using the NPU backend without them raises ``NpuUnavailableError`` saying what
+is missing and how to get it.
 """
 from __future__ import annotations
 
 import importlib.util
 
-__all__ = ["is_available", "missing", "NpuUnavailableError"]
+__all__ = ["is_available", "missing", "NpuUnavailableError",
+           "TcuscanBackend", "TorchEmulationBackend", "MmvrefBackend", "BACKENDS"]
+
+#: backend names of the conformance runner -> "module:class"
+BACKENDS = {
+    "mmvref": "npu._mmvref_backend:MmvrefBackend",
+    "emulation": "npu._emulation:TorchEmulationBackend",
+    "tcuscan": "npu._tcuscan:TcuscanBackend",
+}
 
 
 class NpuUnavailableError(RuntimeError):
@@ -29,3 +48,11 @@ def missing() -> list[str]:
 def is_available() -> bool:
     """True when torch_npu and the tcuscan kernels can be imported."""
     return not missing()
+
+
+def __getattr__(name):  # lazy: the backends import torch
+    if name in ("TcuscanBackend", "TorchEmulationBackend", "MmvrefBackend"):
+        key = {"TcuscanBackend": "tcuscan", "TorchEmulationBackend": "emulation", "MmvrefBackend": "mmvref"}[name]
+        mod, _, attr = BACKENDS[key].partition(":")
+        return getattr(importlib.import_module(mod), attr)
+    raise AttributeError(f"module 'npu' has no attribute {name!r}")

@@ -1,0 +1,323 @@
+"""TorchEmulationBackend: the MM+V algorithms written in torch, on any device.
+
+A second, independent implementation of the registry's ops that cross-checks
+the golden model: every scan is a tile product with U_s on the device's matrix
+unit (``torch.matmul``), every correction a vector op (cumsum of per-tile
+totals, gathers, masked adds). It runs wherever torch runs: CPU, CUDA (a real
+matrix unit), or an NPU through torch_npu.
+
+Words: integers compute in int64 (float64 on CUDA, whose matmul has no integer
+path; exact while the bound of ``mmvref.bounds`` stays below 2**53, and refused
+with OverflowError otherwise), fp16 in fp32, fp32/fp64 as they are. Results
+follow the project's dtype and overflow rules (DEVELOPERS.md).
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from mmvref import bounds
+from mmvref._dtypes import result_dtype
+from mmvref._order import order_keys
+from mmvref._validate import as_csr, as_flags, as_indptr, as_values, check_overflow, check_s
+
+__all__ = ["TorchEmulationBackend"]
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+class TorchEmulationBackend:
+    """Registry ops (numpy in, numpy out) computed by MM+V algorithms in torch.
+
+    ``device``: any torch device ("cpu", "cuda", "npu:0"); ``s``: the tile size
+    of the matrix unit (default 128, as the kernels); ``int_words``: "auto"
+    (int64 on the CPU, float64 elsewhere), "int64" or "float64"."""
+
+    name = "emulation"
+
+    def __init__(self, device="cpu", s=128, int_words="auto"):
+        torch = _torch()
+        self.device = torch.device(device)
+        self.s = check_s(s)
+        # integer matmul exists on the CPU only; elsewhere integers ride in float64
+        # ("auto"); "int64" / "float64" force one (float64 on the CPU tests the GPU path)
+        if int_words not in ("auto", "int64", "float64"):
+            raise ValueError(f"int_words must be 'auto', 'int64' or 'float64', got {int_words!r}")
+        if int_words == "auto":
+            int_words = "int64" if self.device.type == "cpu" else "float64"
+        self._int_word = getattr(torch, int_words)
+
+    def __repr__(self):
+        return f"TorchEmulationBackend(device={str(self.device)!r}, s={self.s})"
+
+    # ------------------------------------------------------------------ words
+
+    @functools.lru_cache(maxsize=None)  # noqa: B019 - a handful of (s, dtype) per backend
+    def _upper(self, s, tdtype):
+        torch = _torch()
+        return torch.triu(torch.ones(s, s, dtype=tdtype, device=self.device))
+
+    def _words(self, x, exact_bound=None):
+        """numpy values -> device words; integers checked against the float64 window."""
+        torch = _torch()
+        if x.dtype.kind == "f":
+            w = x.astype(np.float32) if x.dtype == np.float16 else x
+            return torch.from_numpy(np.ascontiguousarray(w)).to(self.device)
+        if self._int_word == torch.float64 and exact_bound is not None and exact_bound >= 2**53:
+            raise OverflowError(f"{self.device.type} has no integer matmul; float64 words are exact "
+                                f"below 2**53 but this input's bound is {exact_bound}")
+        return torch.from_numpy(np.ascontiguousarray(x, dtype=np.int64)).to(self.device, self._int_word)
+
+    def _finish(self, z, in_dtype, overflow, op):
+        """device words -> numpy result of the project's dtype, under ``overflow``."""
+        rdt = result_dtype(in_dtype)
+        z = z.cpu()
+        if rdt.kind == "f":
+            return z.numpy().astype(rdt, copy=False)
+        z = z.to(_torch().int64).numpy()
+        if overflow == "wrap":
+            return z.astype(rdt)
+        info = np.iinfo(rdt)
+        if z.size and (z.min() < info.min or z.max() > info.max):
+            raise OverflowError(f"emulation.{op}: a result overflows {rdt}; pass overflow='wrap'")
+        return z.astype(rdt)
+
+    def _bound(self, x):
+        if x.dtype.kind == "f" or x.size == 0:
+            return 0
+        return bounds.scan(len(x), self.s, max(abs(int(x.min())), abs(int(x.max())))).magnitude
+
+    # ------------------------------------------------------------------ stages
+
+    def _tiles(self, w):
+        """Zero-pad to whole s-tiles and view as rows of s."""
+        torch = _torch()
+        s = self.s
+        pad = (-w.shape[0]) % s
+        if pad:
+            w = torch.cat([w, w.new_zeros(pad)])
+        return w.view(-1, s)
+
+    def _row_scan(self, w):
+        """MATMUL(x, U_s): every s-tile scanned on the matrix unit; (tiles, s)."""
+        return self._tiles(w) @ self._upper(self.s, w.dtype)
+
+    def _scan_words(self, w):
+        """ScanU / MCScan: tile scans, then each tile gets the sum of the tiles
+        before it (a cumsum of the tile totals on the vector unit)."""
+        torch = _torch()
+        n = w.shape[0]
+        if n == 0:
+            return w.clone()
+        y = self._row_scan(w)
+        carry = torch.cumsum(y[:, -1], 0) - y[:, -1]
+        return (y + carry[:, None]).reshape(-1)[:n]
+
+    def _segscan_words(self, w, f):
+        """Segmented scan (start flags, f[0] = 1) from tile scans: Xbar = X U_s;
+        inside a tile, z = Xbar - Xbar just before the latest start (REVSPEC);
+        the carry into a tile's first segment is the segmented scan over tiles
+        of the tile tails, restarted after every tile holding a start (App.
+        Alg. 1's recursion)."""
+        torch = _torch()
+        n = w.shape[0]
+        if n == 0:
+            return w.clone()
+        s = self.s
+        xbar = self._row_scan(w)
+        ft = self._tiles(f.to(torch.int64))
+        pos = torch.arange(s, device=w.device).expand_as(ft)
+        last = torch.cummax(torch.where(ft != 0, pos, -1), dim=1).values  # latest start in the tile
+        before = torch.where(last > 0, xbar.gather(1, (last - 1).clamp(min=0)), torch.zeros_like(xbar))
+        z = xbar - before
+        z = torch.where(last >= 0, z, xbar)
+        has = (ft != 0).any(dim=1)
+        tails = z[:, -1]
+        if z.shape[0] > 1:
+            # carry_k = tail_{k-1} + (carry_{k-1} unless tile k-1 holds a start): a
+            # segmented exclusive scan over tiles with starts after every flagged tile
+            starts = torch.cat([torch.ones(1, dtype=torch.bool, device=w.device), has[:-1]])
+            incl = self._segscan_words(tails[:-1], starts[1:].to(torch.int64) | _first(z.shape[0] - 1, w.device))
+            carry = torch.cat([tails.new_zeros(1), incl])
+            first_seg = last < 0  # positions before the tile's first start
+            z = z + torch.where(first_seg, carry[:, None], torch.zeros_like(z))
+        return z.reshape(-1)[:n]
+
+    # ------------------------------------------------------------------ ops
+
+    def row_scan(self, x):
+        """Stage: MATMUL(x, U_s) (every s-tile scanned), padding dropped."""
+        x = as_values(x, "x")
+        w = self._words(x, self._bound(x))
+        return self._finish(self._row_scan(w).reshape(-1)[:len(x)], x.dtype, "wrap", "row_scan")
+
+    def scan(self, x, *, exclusive=False, overflow="raise"):
+        x = as_values(x, "x")
+        check_overflow(overflow)
+        z = self._scan_words(self._words(x, self._bound(x)))
+        if exclusive:
+            z = _shift_right(z)
+        return self._finish(z, x.dtype, overflow, "scan")
+
+    def segmented_scan(self, x, flags, *, exclusive=False, overflow="raise"):
+        x = as_values(x, "x")
+        f = np.array(as_flags(flags, len(x), "flags"), dtype=np.int64)
+        check_overflow(overflow)
+        if len(f):
+            f[0] = 1
+        w = self._words(x, self._bound(x))
+        ft = _torch().from_numpy(f).to(w.device)
+        z = self._segscan_words(w, ft)
+        if exclusive:
+            z = z - w
+        return self._finish(z, x.dtype, overflow, "segmented_scan")
+
+    def segmented_sum(self, x, flags, *, overflow="raise"):
+        x = as_values(x, "x")
+        f = np.array(as_flags(flags, len(x), "flags"), dtype=np.int64)
+        check_overflow(overflow)
+        if len(x) == 0:
+            return np.zeros(0, result_dtype(x.dtype))
+        f[0] = 1
+        w = self._words(x, self._bound(x))
+        z = self._segscan_words(w, _torch().from_numpy(f).to(w.device))
+        ends = np.flatnonzero(np.append(f[1:], 1))  # the value at each segment's end
+        return self._finish(z[_torch().from_numpy(ends).to(w.device)], x.dtype, overflow, "segmented_sum")
+
+    def segment_sum_csr(self, x, indptr, *, overflow="raise"):
+        torch = _torch()
+        x = as_values(x, "x")
+        ptr = as_indptr(indptr, "indptr", nnz=len(x)).astype(np.int64)
+        check_overflow(overflow)
+        rows = len(ptr) - 1
+        out = torch.zeros(rows, dtype=self._words(x[:0]).dtype, device=self.device)
+        nonempty = np.flatnonzero(ptr[1:] > ptr[:-1])
+        if len(x) and len(nonempty):
+            f = np.zeros(len(x), np.int64)
+            f[ptr[nonempty]] = 1
+            f[0] = 1
+            w = self._words(x, self._bound(x))
+            z = self._segscan_words(w, torch.from_numpy(f).to(w.device))
+            ends = torch.from_numpy(ptr[nonempty + 1] - 1).to(w.device)
+            out[torch.from_numpy(nonempty).to(w.device)] = z[ends]
+        return self._finish(out, x.dtype, overflow, "segment_sum_csr")
+
+    def _positions(self, m):
+        """Stable split positions: ones to the exclusive scan of m, zeros after all ones."""
+        torch = _torch()
+        mw = torch.from_numpy(np.ascontiguousarray(m, dtype=np.int64)).to(self.device, self._int_word)
+        e = self._scan_words(mw) - mw
+        t = (e[-1] + mw[-1]) if len(m) else mw.new_zeros(())
+        iota = torch.arange(len(m), device=self.device, dtype=mw.dtype)
+        pos = torch.where(mw != 0, e, t + iota - e)
+        return pos.to(torch.int64), int(t)
+
+    def compress(self, x, mask):
+        x = as_values(x, "x")
+        m = as_flags(mask, len(x), "mask")
+        pos, t = self._positions(m)
+        return self._move(x, pos)[:t]
+
+    def split_ind(self, x, mask):
+        x = as_values(x, "x")
+        m = as_flags(mask, len(x), "mask")
+        pos, _ = self._positions(m)
+        return self._move(x, pos), self._move(np.arange(len(x), dtype=np.int64), pos)
+
+    def split(self, x, mask):
+        return self.split_ind(x, mask)[0]
+
+    def _move(self, x, pos):
+        """z[pos[i]] = x[i], moving bits (fp16 as uint16-sized int16)."""
+        torch = _torch()
+        bits = x.view(np.int16) if x.dtype == np.float16 else x
+        src = torch.from_numpy(np.ascontiguousarray(bits)).to(self.device)
+        out = torch.empty_like(src)
+        out[pos] = src
+        return out.cpu().numpy().view(x.dtype)
+
+    def radix_sort(self, x, *, descending=False):
+        """LSB radix sort, one split per key bit (keys: ``mmvref.mmv.orderkey``'s
+        order, computed here with numpy bit operations)."""
+        x = as_values(x, "x")
+        keys = order_keys(x, descending).astype(np.uint64)
+        idx = np.arange(len(x), dtype=np.int64)
+        for b in range(8 * x.dtype.itemsize):
+            m = ((keys >> np.uint64(b)) & np.uint64(1)) == 0
+            pos, _ = self._positions(m.astype(np.uint8))
+            keys = self._move(keys.view(np.int64), pos).view(np.uint64)
+            idx = self._move(idx, pos)
+        return x[idx], idx
+
+    def argsort(self, x, *, descending=False):
+        return self.radix_sort(x, descending=descending)[1]
+
+    def topk(self, x, k, *, largest=True):
+        x = as_values(x, "x")
+        if not 0 <= int(k) <= len(x):
+            raise ValueError(f"k must be in [0, {len(x)}] (the length of x), got {k}")
+        v, i = self.radix_sort(x, descending=bool(largest))
+        return v[:int(k)], i[:int(k)]
+
+    def csr_gather(self, data, indices, x):
+        """Stage (App. Alg. 5): z(i) = data(i) * x(indices(i)), in words."""
+        torch = _torch()
+        x = as_values(x, "x")
+        data = as_values(data, "data")
+        xw, dw = self._words(x), self._words(data)
+        idx = torch.from_numpy(np.ascontiguousarray(indices, dtype=np.int64)).to(self.device)
+        return (dw * xw[idx]).cpu().numpy()
+
+    def spmv(self, A, x, *, overflow="raise"):
+        """y = A x: CsrGather (products), then per-row sums from the tile scans
+        (a segmented scan restarted at every row; never prefix differences).
+        Result dtype: the project rule on np.result_type(data, x)."""
+        indptr, indices, data, shape = A
+        x = as_values(x, "x")
+        indptr, indices, data = as_csr(indptr, indices, data, n_cols=len(x))
+        check_overflow(overflow)
+        if len(indptr) - 1 != shape[0]:
+            raise ValueError(f"A: indptr describes {len(indptr) - 1} rows but shape says {shape[0]}")
+        dt = np.result_type(data, x)
+        rdt = result_dtype(dt)
+        if rdt.kind == "f":
+            prod = self.csr_gather(data.astype(rdt), indices, x.astype(rdt))
+            return self.segment_sum_csr(prod.astype(rdt), indptr)
+        ma = max(abs(int(data.min())), abs(int(data.max()))) if len(data) else 0
+        mx = max(abs(int(x.min())), abs(int(x.max()))) if len(x) else 0
+        if bounds.spmv(len(data), self.s, ma, mx).magnitude >= 2**63:
+            raise OverflowError("emulation.spmv: the products' sums may leave the int64 words")
+        prod = self.csr_gather(data.astype(np.int64), indices, x.astype(np.int64))
+        y = self.segment_sum_csr(prod, indptr)  # int64, exact
+        return _cast(y, rdt, overflow, "spmv")
+
+    def diff(self, z):
+        """Stage (Alg. 2 line 5): z(i) - z(i-1), z(-1) = 0."""
+        w = self._words(np.asarray(z))
+        return (w - _shift_right(w)).cpu().numpy()
+
+
+def _cast(y, rdt, overflow, op):
+    if overflow == "raise" and y.size:
+        info = np.iinfo(rdt)
+        if y.min() < info.min or y.max() > info.max:
+            raise OverflowError(f"emulation.{op}: a result overflows {rdt}; pass overflow='wrap'")
+    return y.astype(rdt)
+
+
+def _first(n, device):
+    torch = _torch()
+    f = torch.zeros(n, dtype=torch.int64, device=device)
+    if n:
+        f[0] = 1
+    return f
+
+
+def _shift_right(z):
+    torch = _torch()
+    return torch.cat([z.new_zeros(1), z[:-1]]) if z.shape[0] else z.clone()
