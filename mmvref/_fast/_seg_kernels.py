@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 BLOCK = 1024
 I32_MAX = 2147483647
@@ -294,17 +295,23 @@ def segsum_int(x, f, starts, bases, out, heads, tails, check, suspect):
 
 @njit(cache=True)
 def _next_flag(f, f64, g, end):
-    """Smallest global index i in [g, end) with f[i] != 0, else end; eight flags
-    at a time through ``f64`` (f viewed as uint64 words, 8-aligned)."""
-    while g < end and g % 8 != 0:
-        if f[g] != 0:
-            return g
-        g += 1
-    wend = min(end, f64.size * 8)
-    while g + 8 <= wend:
-        if f64[g // 8] != 0:
-            break
-        g += 8
+    """Smallest global index i in [g, end) with f[i] != 0, else end. Eight flags
+    at a time through ``f64`` (f's first 8*len(f64) bytes viewed as uint64
+    words): the word holding g is masked below g, zero words are skipped, and
+    the first set byte is found with a trailing-zero count (no byte loop, so
+    one unpredictable branch per segment). Bytes past the words: one by one."""
+    nw = f64.size
+    q = g >> 3
+    if q < nw:
+        w = f64[q] & (np.uint64(0xFFFFFFFFFFFFFFFF) << np.uint64(8 * (g & 7)))
+        while w == 0:
+            q += 1
+            if q >= nw or (q << 3) >= end:
+                break
+            w = f64[q]
+        if q < nw and (q << 3) < end:
+            return min((q << 3) + (trailing_zeros(w) >> 3), end)
+        g = max(g, nw << 3)
     while g < end:
         if f[g] != 0:
             return g

@@ -18,6 +18,8 @@ carry added at the end, so at most one extra rounding per chunk boundary):
 """
 from __future__ import annotations
 
+import sys
+
 import numba
 import numpy as np
 
@@ -243,7 +245,9 @@ def segmented_sum(x, flags, *, dtype=None, overflow="raise"):
         if 64 * nseg < n:  # long segments: find flags 8 at a time, reduce each segment at SIMD width
             mins = np.zeros(C, dtype=np.int64)
             maxs = np.zeros(C, dtype=np.int64)
-            f64 = f[: n // 8 * 8].view(np.uint64) if f.ctypes.data % 8 == 0 else np.zeros(0, np.uint64)
+            # flags as words (the byte order of _next_flag's trailing-zero count is little-endian)
+            words_ok = f.ctypes.data % 8 == 0 and sys.byteorder == "little"
+            f64 = f[: n // 8 * 8].view(np.uint64) if words_ok else np.zeros(0, np.uint64)
             K.segsum_int_sparse(xk, f, f64, starts, bases, out, heads, tails, mins, maxs)
             suspect[:] = check and (mins.min() < _I32.min or maxs.max() > _I32.max)
         else:
