@@ -8,7 +8,8 @@ shifted right by one, zero first), int8/16/32 accumulated in int32 results
 
 Stages: ``row_scan`` (MATMUL(x, U_s): every s-tile scanned by the cube unit),
 ``propagate`` (the vector unit's sequential carry over s-tiles), ``tile_scan_ul1``
-(Eq. 1 on one s^2-tile), ``reduce_tiles`` (MCScan phase I block reductions).
+(Eq. 1 on one s^2-tile), ``reduce_sum`` (one block's ReduceSum), ``reduce_tiles``
+(MCScan phase I block reductions), ``complete_rows`` (MCScan phase II).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from ._words import DEFAULT_S, finish, max_abs_int, to_words
 __all__ = [
     "scan_u", "scan_ul1", "mc_scan",
     "scan_u_words", "scan_ul1_words", "mc_scan_words",
-    "row_scan", "propagate", "tile_scan_ul1", "reduce_tiles", "exclusive_shift",
+    "row_scan", "propagate", "tile_scan_ul1", "reduce_sum", "reduce_tiles", "complete_rows", "exclusive_shift",
 ]
 
 
@@ -75,7 +76,7 @@ def scan_ul1_words(x, s):
     return y
 
 
-def reduce_tiles(x, s):
+def reduce_sum(x, s):
     """ReduceSum of a block (Alg. 3 line 12), hierarchically: MATMUL with 1_s
     puts each s-tile's sum in every position of the tile, GATHERS keeps one
     per tile; repeated until one value is left. Empty input sums to 0."""
@@ -95,23 +96,38 @@ def _blocks(n, s, cores):
     return [(min(n, i * per * s), min(n, (i + 1) * per * s)) for i in range(cores)]
 
 
-def mc_scan_words(x, s, cores):
-    """MCScan(x, s, B = cores), Alg. 3. Phase I (lines 4-14), per block i:
-    y[i] = row_scan(x[i]) and r_i = reduce_tiles(x[i]). Phase II (lines 16-26),
-    per block i: partial = r_0 + ... + r_{i-1} (line 18), then ``propagate``
-    over the block's s-tiles (lines 19-23)."""
-    blocks = _blocks(len(x), s, cores)
-    y = np.empty_like(x)
+def reduce_tiles(x, s, cores):
+    """MCScan phase I on the vector units (Alg. 3 lines 11-13): r_i =
+    ReduceSum(x[i]) for each of the ``cores`` blocks (``reduce_sum``); the
+    kernel run_reduce_tiles. Returns r (length cores; empty blocks give 0)."""
     r = np.zeros(cores, dtype=x.dtype)
-    for i, (lo, hi) in enumerate(blocks):  # phase I (parfor)
-        y[lo:hi] = row_scan(x[lo:hi], s)
-        r[i] = reduce_tiles(x[lo:hi], s)
-    for i, (lo, hi) in enumerate(blocks):  # phase II (parfor, after SyncAll)
-        partial = x.dtype.type(0)
-        for j in range(i):  # line 18, in the vector core's scratchpad
+    for i, (lo, hi) in enumerate(_blocks(len(x), s, cores)):  # parfor
+        r[i] = reduce_sum(x[lo:hi], s)
+    return r
+
+
+def complete_rows(y, r, s, cores):
+    """MCScan phase II (Alg. 3 lines 16-26; the kernel run_complete_rows):
+    per block i, partial = r_0 + ... + r_{i-1} (line 18, summed in the vector
+    core's scratchpad), then ``propagate`` over the block's s-tiles of the
+    row scans y (lines 19-23). Returns the scan."""
+    y = np.array(y, copy=True)
+    for i, (lo, hi) in enumerate(_blocks(len(y), s, cores)):  # parfor, after SyncAll
+        partial = y.dtype.type(0)
+        for j in range(i):
             partial = partial + r[j]
         y[lo:hi], _ = propagate(y[lo:hi], s, partial)
     return y
+
+
+def mc_scan_words(x, s, cores):
+    """MCScan(x, s, B = cores), Alg. 3: phase I, per block, the row scans
+    (lines 5-10, ``row_scan``) and the block sums (``reduce_tiles``); SyncAll;
+    phase II, ``complete_rows``."""
+    y = np.empty_like(x)
+    for lo, hi in _blocks(len(x), s, cores):  # phase I, cube units (parfor)
+        y[lo:hi] = row_scan(x[lo:hi], s)
+    return complete_rows(y, reduce_tiles(x, s, cores), s, cores)
 
 
 def exclusive_shift(y):

@@ -31,8 +31,10 @@ def scan_words(x, s):
     return z
 
 
-def scan(x, s=DEFAULT_S, *, overflow="raise"):
-    """Inclusive scan of ``x`` by Alg. 1: z(i) = sum_{j<=i} x(j).
+def scan(x, s=DEFAULT_S, *, exclusive=False, overflow="raise"):
+    """Inclusive scan of ``x`` by Alg. 1: z(i) = sum_{j<=i} x(j); ``exclusive``:
+    the inclusive result shifted right by one, zero first (SHIFTR, as the
+    Ascend scan paper's §4.3 does it), z(i) = sum_{j<i} x(j).
 
     Result dtype per the project rules (int8/16/32 -> int32, int64 -> int64,
     fp16 -> fp32, fp32/fp64 kept); integers exact, overflow of the result dtype
@@ -42,8 +44,14 @@ def scan(x, s=DEFAULT_S, *, overflow="raise"):
     s = check_s(s)
     w = to_words(x)
     z = scan_words(w, s)
+    if exclusive:
+        z = mmv.shiftr(z, 1)
     if x.dtype.kind != "f":
         b = bounds.scan(len(x), s, max_abs_int(x))
-        return finish(z, x.dtype, overflow, bound_magnitude=b.magnitude, op="golden.scan",
-                      exact=lambda: np.cumsum(x.astype(object)).tolist())
+
+        def exact():
+            c = np.cumsum(x.astype(object)).tolist()
+            return ([0] + c[:-1]) if exclusive and c else c
+
+        return finish(z, x.dtype, overflow, bound_magnitude=b.magnitude, op="golden.scan", exact=exact)
     return finish(z, x.dtype, overflow)

@@ -16,7 +16,7 @@ import numpy as np
 from .. import mmv
 from .._validate import as_flags, as_uniform, as_values, check_s, check_weights
 from ._words import DEFAULT_S
-from .ascend_scan import exclusive_shift, mc_scan_words, reduce_tiles
+from .ascend_scan import exclusive_shift, mc_scan_words, reduce_sum
 
 __all__ = [
     "split", "split_ind", "radix_sort", "argsort", "topk", "weighted_sample", "top_p_sample",
@@ -136,7 +136,7 @@ def select_smallest(keys, k, s, cores):
         if need == 0 or len(cand) == 0:
             break
         zeros = mmv.not_(mmv.bit(ck, b))
-        cnt = int(reduce_tiles(zeros, s))
+        cnt = int(reduce_sum(zeros, s))
         pos, _ = split_positions(zeros, s, cores)
         cand_s = mmv.scatter(cand, pos, len(cand))
         ck_s = mmv.scatter(ck, pos, len(ck))

@@ -92,11 +92,11 @@ def _segment_sums_exact(x, f):
     return out
 
 
-def _seg_scan_exact(x, f):
+def _seg_scan_exact(x, f, exclusive=False):
     out, acc = [], 0
     for i, (v, b) in enumerate(zip(x.tolist(), f.tolist())):
         acc = v if (i == 0 or b) else acc + v
-        out.append(acc)
+        out.append(acc - v if exclusive else acc)
     return out
 
 
@@ -122,7 +122,7 @@ def scd(x, f, s=DEFAULT_S, *, overflow="raise"):
     return finish(zd, x.dtype, overflow)
 
 
-def sscr(x, f, s=DEFAULT_S, *, overflow="raise"):
+def sscr(x, f, s=DEFAULT_S, *, exclusive=False, overflow="raise"):
     """Segmented scan by SSCR (Alg. 3): REVERT(SCAN(x), SCAN(f), COMPRESS(SCAN(x), f^-))."""
     x = as_values(x, "x")
     f = as_flags(f, len(x), "f")
@@ -133,8 +133,10 @@ def sscr(x, f, s=DEFAULT_S, *, overflow="raise"):
     fm = end_flags(flag_words(f))                      # line 3
     wv = compress_words(xhat, fm, s)                   # line 4
     z = revert(xhat, fhat, wv)                         # line 5
+    if exclusive:  # the exclusive segmented scan: z - x (one VCU SUB)
+        z = mmv.sub(z, to_words(x))
     if x.dtype.kind != "f":
         b = bounds.sscr(len(x), s, max_abs_int(x))
         return finish(z, x.dtype, overflow, bound_magnitude=b.magnitude, op="golden.sscr",
-                      exact=lambda: _seg_scan_exact(x.astype(object), f))
+                      exact=lambda: _seg_scan_exact(x.astype(object), f, exclusive))
     return finish(z, x.dtype, overflow)

@@ -80,7 +80,7 @@ def seg_scan_words(x, f, s):
     return recurse(z, f, s)
 
 
-def seg_scan(x, f, s=DEFAULT_S, *, overflow="raise"):
+def seg_scan(x, f, s=DEFAULT_S, *, exclusive=False, overflow="raise"):
     """Segmented scan by the block-recursive App. Alg. 1 (Thm 4.3).
 
     z(i) = x(i) if i = 0 or f(i) = 1, else z(i-1) + x(i) (Problem 2.1).
@@ -89,10 +89,12 @@ def seg_scan(x, f, s=DEFAULT_S, *, overflow="raise"):
     f = as_flags(f, len(x), "f")
     s = check_s(s)
     z = seg_scan_words(to_words(x), flag_words(f), s)
+    if exclusive:  # the exclusive segmented scan: z - x (one VCU SUB)
+        z = mmv.sub(z, to_words(x))
     if x.dtype.kind != "f":
         b = bounds.seg_scan(len(x), s, max_abs_int(x))
         return finish(z, x.dtype, overflow, bound_magnitude=b.magnitude, op="golden.seg_scan",
-                      exact=lambda: _seg_scan_exact(x.astype(object), f))
+                      exact=lambda: _seg_scan_exact(x.astype(object), f, exclusive))
     return finish(z, x.dtype, overflow)
 
 
