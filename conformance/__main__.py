@@ -1,62 +1,185 @@
-"""python -m conformance --backend NAME [--ops ...] [--examples N] [--seed S] [--s S]"""
+"""python -m conformance --backend NAME [--ops OP ...] [--max-examples N] [--seed S] [--report DIR]
+
+NAME: mmvref, emulation, tcuscan (``npu.BACKENDS``), ``package.module:attribute``
+naming any backend object, or ``faulty:FAULT:BASE`` (a named fault injected into
+BASE). Exit status 0 only when every op (and every stage the backend exposes)
+conforms. ``--mutation-score`` runs every fault of ``conformance.faults`` against
+the backend and reports which were detected. ``--replay FILE`` re-runs a saved
+counterexample.
+"""
 from __future__ import annotations
 
 import argparse
 import sys
 import time
 
-import numpy as np
-
 from mmvref.registry import REGISTRY
 
-from . import backends, cases, compare
+from . import backends, faults, report, runner, stages
+
+_STAGE_PREFIX = "stage:"
 
 
-def _golden_call(op, args, s):
-    spec = REGISTRY[op]
-    if op == "spmv":
-        (ptr, ind, data, shape), x = args
-        return spec.golden(ptr, ind, data, x, s)
-    return spec.golden(*args, s)
+def _progress_printer(enabled):
+    if not enabled:
+        return None
+
+    def show(op, k):
+        if k % 5 == 0:
+            sys.stdout.write(f"\r  {op:22s} {k:5d} examples ...")
+            sys.stdout.flush()
+    return show
 
 
-def run(backend_name, ops, examples, seed, s):
-    backend = backends.resolve(backend_name)
-    failures = 0
+def _resolve(name, s):
+    if name.startswith("faulty:"):
+        _, fault, base = name.split(":", 2)
+        return faults.FaultyBackend(backends.resolve(base), fault, s)
+    return backends.resolve(name)
+
+
+def _stage_report(backend, name, stage, s, examples, seed):
+    """A stage check, run like an op (Hypothesis, shrinking, a report row)."""
+    import numpy as np
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as hyp_seed
+
+    strat, gold = stages.STAGES[stage]
+    last = {}
+    count = [0]
+
+    @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(strat(s))
+    def prop(args):
+        count[0] += 1
+        expected = np.asarray(gold(args, s))
+        actual = np.asarray(getattr(backend, stage)(*args))
+        msg = stages.check(stage, args, expected, actual, s)
+        if msg:
+            last.update(args=args, msg=msg)
+            raise AssertionError(msg)
+
+    if seed is not None:
+        prop = hyp_seed(seed)(prop)
+    t0 = time.perf_counter()
+    try:
+        prop()
+    except AssertionError:
+        pass
+    rep = runner.OpReport(_STAGE_PREFIX + stage, name, "fail" if last else "pass", count[0], int(bool(last)),
+                          time.perf_counter() - t0, message=last.get("msg", ""),
+                          counterexample=runner._describe(last.get("args", ()), {}) if last else "")
+    if last:
+        rep.command = f"python -m conformance --backend {name} --ops {_STAGE_PREFIX}{stage} --s {s}"
+    return rep
+
+
+def run(name, ops, *, s, max_examples, seed, derandomize, policy, db, report_dir, progress=True, log=print):
+    backend = _resolve(name, s)
+    s = getattr(backend, "s", s)
+    fail_dir = (report_dir + "/failures") if report_dir else (db + "/failures" if db else None)
+    reports = []
     for op in ops:
-        if not backends.has_op(backend, op):
-            print(f"  {op:18s} skipped (backend has no such op)")
-            continue
-        rng = np.random.default_rng(seed)
-        t0, n_run, first = time.perf_counter(), 0, None
-        for args, kwargs in cases.cases(op, rng, s, examples):
-            expected = _golden_call(op, args, s)
-            actual = getattr(backend, op)(*args, **kwargs)
-            msg = compare.check(op, args, expected, actual)
-            n_run += 1
-            if msg and first is None:
-                first = msg
-        if n_run == 0:
-            first = "no cases generated for this op (the runner cannot vouch for it)"
-        status = "ok" if first is None else f"FAIL: {first}"
-        failures += first is not None
-        print(f"  {op:18s} {n_run:4d} examples  {time.perf_counter() - t0:6.2f} s  {status}", flush=True)
-    return failures
+        if op.startswith(_STAGE_PREFIX):
+            stage = op[len(_STAGE_PREFIX):]
+            if not runner._has(backend, stage):
+                reports.append(runner.OpReport(op, name, "skipped", message="backend does not expose this stage"))
+            else:
+                reports.append(_stage_report(backend, name, stage, s, max_examples, seed))
+        else:
+            reports.append(runner.run_op(backend, name, op, s=s, max_examples=max_examples, seed=seed,
+                                         derandomize=derandomize, policy=policy, db=db, failures_dir=fail_dir,
+                                         progress=_progress_printer(progress and sys.stdout.isatty())))
+        r = reports[-1]
+        if progress and sys.stdout.isatty():
+            sys.stdout.write("\r" + " " * 60 + "\r")
+        status = {"pass": "ok", "skipped": f"skipped ({r.message})", "fail": "FAIL"}[r.status]
+        log(f"  {r.op:28s} {r.examples:5d} examples {r.seconds:7.2f} s  {status}")
+        if r.status == "fail":
+            log(f"      {r.message}")
+            log(f"      minimal counterexample: {r.counterexample}")
+            log(f"      reproduce: {r.command}")
+    return reports
+
+
+def mutation_score(base, ops, *, s, max_examples, seed, derandomize, log=print):
+    """Every fault injected into ``base``: which were detected, with their minimal counterexamples."""
+    rows = []
+    for fname, fault in faults.FAULTS.items():
+        todo = [op for op in ops if op in fault.ops]
+        reps = run(f"faulty:{fname}:{base}", todo, s=s, max_examples=max_examples, seed=seed,
+                   derandomize=derandomize, policy="derived", db=None, report_dir=None, progress=False,
+                   log=lambda *a: None)
+        caught = [r for r in reps if r.status == "fail"]
+        rows.append((fname, bool(caught), caught[0] if caught else None, todo))
+        log(f"  {fname:36s} {'detected' if caught else 'MISSED':9s} "
+            + (f"[{caught[0].op}] {caught[0].counterexample[:150]}" if caught else f"(ops {todo})"))
+    detected = sum(r[1] for r in rows)
+    log(f"mutation score: {detected}/{len(rows)} faults detected")
+    return rows
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m conformance", description=__doc__)
-    p.add_argument("--backend", default="mmvref", help="mmvref, or package.module:attribute")
-    p.add_argument("--ops", nargs="*", default=None, help="registry op names (default: all the backend has)")
-    p.add_argument("--examples", type=int, default=40, help="examples per op")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--s", type=int, default=8, help="MMV-RAM parameter s for the golden model")
+    p = argparse.ArgumentParser(prog="python -m conformance", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--backend", default="mmvref", help="mmvref, emulation, tcuscan, package.module:attr, "
+                                                       "or faulty:FAULT:BASE")
+    p.add_argument("--ops", nargs="*", default=None,
+                   help="registry op names, or stage:NAME (default: all ops and stages the backend has)")
+    p.add_argument("--profile", choices=sorted(runner.PROFILES), default="default",
+                   help="example budget: default (100 per op) or ci (40, derandomized)")
+    p.add_argument("--max-examples", type=int, default=None, help="examples per op (overrides the profile)")
+    p.add_argument("--seed", type=int, default=None, help="Hypothesis seed (reproducible runs)")
+    p.add_argument("--s", type=int, default=8, help="tile size s for the golden model and the strategies "
+                                                    "(a backend's own .s wins)")
+    p.add_argument("--policy", choices=["derived", "double_thousandths", "mere_mare", "torch_testing"],
+                   default="derived", help="float comparison policy (see conformance.compare)")
+    p.add_argument("--report", metavar="DIR", default=None, help="write report.xml, report.json, report.md here")
+    p.add_argument("--db", default=".conformance-db", help="Hypothesis example database (failures replay first)")
+    p.add_argument("--replay", metavar="FILE", default=None, help="re-run one saved counterexample")
+    p.add_argument("--mutation-score", action="store_true", help="inject every named fault; report detection")
     a = p.parse_args(argv)
-    ops = a.ops or list(REGISTRY)
-    print(f"conformance: backend={a.backend} examples={a.examples} seed={a.seed} s={a.s}")
-    failures = run(a.backend, ops, a.examples, a.seed, a.s)
-    print("conformance:", "PASS" if not failures else f"{failures} op(s) FAILED")
-    return 1 if failures else 0
+    prof = runner.PROFILES[a.profile]
+    examples = a.max_examples or prof["max_examples"]
+    if a.replay:
+        op, msg = runner.replay(_resolve(a.backend, a.s), a.replay)
+        print(f"replay {a.replay} ({op}) on {a.backend}: " + ("conforms" if msg is None else f"FAIL: {msg}"))
+        return 0 if msg is None else 1
+    all_ops = all_op_names()
+    ops = a.ops or all_ops
+    unknown = [o for o in ops if o not in all_ops]
+    if unknown:
+        p.error(f"unknown ops {unknown}; known: {', '.join(all_ops)}")
+    if a.mutation_score:
+        print(f"conformance mutation score: base={a.backend} examples={examples}")
+        rows = mutation_score(a.backend, ops, s=a.s, max_examples=examples, seed=a.seed,
+                              derandomize=prof["derandomize"])
+        return 0 if all(r[1] for r in rows) else 1
+    print(f"conformance: backend={a.backend} profile={a.profile} examples={examples} seed={a.seed} "
+          f"policy={a.policy}")
+    t0 = time.perf_counter()
+    reps = run(a.backend, ops, s=a.s, max_examples=examples, seed=a.seed, derandomize=prof["derandomize"],
+               policy=a.policy, db=a.db, report_dir=a.report)
+    secs = time.perf_counter() - t0
+    failed = [r for r in reps if r.status == "fail"]
+    ran = [r for r in reps if r.status != "skipped"]
+    if a.report:
+        d = report.write_all(a.report, reps, backend=a.backend, profile=a.profile, seed=a.seed, s=a.s,
+                             policy=a.policy, seconds=secs)
+        print(f"reports: {d}/report.xml, report.json, report.md")
+    if not ran:
+        print("conformance: FAIL (no op ran: the backend implements none of the requested ops)")
+        return 1
+    print(f"conformance: {'PASS' if not failed else f'{len(failed)} op(s) FAILED'} "
+          f"({len(ran)} checked, {len(reps) - len(ran)} skipped, {secs:.1f} s)")
+    return 1 if failed else 0
+
+
+def all_op_names():
+    """Every registry op with a strategy, then every stage (stage:NAME)."""
+    from .strategies import STRATEGIES
+
+    return [n for n in REGISTRY if n in STRATEGIES] + [_STAGE_PREFIX + st for st in stages.STAGES]
 
 
 if __name__ == "__main__":

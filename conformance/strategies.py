@@ -57,12 +57,15 @@ _FILLS_FLOAT = ("zeros", "small", "normal", "large", "tiny")
 
 
 @st.composite
-def values(draw, dtype, n, *, nonfinite=False, nonnegative=False, pins=5):
+def values(draw, dtype, n, *, nonfinite=False, nonnegative=False, pins=5, finite_sums=False):
     """A 1-D array of ``n`` values of ``dtype``: a fill pattern (zeros, small
     values, full range, all +max / all min, alternating extremes; floats:
     small, normal, huge, subnormal-sized) from a drawn seed, then up to ``pins``
     positions set to ``edge_values`` (inf/NaN only with ``nonfinite``).
-    ``nonnegative`` keeps every value >= 0 (sampling weights)."""
+    ``nonnegative`` keeps every value >= 0 (sampling weights). ``finite_sums``
+    scales floats so that any sum of them stays finite (|x| <= max / (4 (n+1))):
+    the speculative golden algorithms subtract partial sums, so their float
+    results are meaningful for finite sums only (mmvref.golden's docstring)."""
     dt = np.dtype(dtype)
     fills = _FILLS_INT if dt.kind == "i" else _FILLS_FLOAT
     fill = draw(st.sampled_from(fills))
@@ -90,6 +93,9 @@ def values(draw, dtype, n, *, nonfinite=False, nonnegative=False, pins=5):
         x[draw(st.integers(0, n - 1))] = draw(st.sampled_from(edges))
     if nonnegative:
         x = np.abs(x) if dt.kind == "f" else np.where(x < 0, -(x + 1), x).astype(dt)
+    if finite_sums and dt.kind == "f" and n:
+        lim = float(np.finfo(dt).max) / (4 * (n + 1))
+        x = np.clip(x.astype(np.float64), -lim, lim).astype(dt)
     return x
 
 
@@ -185,7 +191,7 @@ def _small(dtype):
 @st.composite
 def _scan(draw, s):
     dt = draw(st.sampled_from(VALUE_DTYPES))
-    x = draw(values(dt, draw(lengths(s))))
+    x = draw(values(dt, draw(lengths(s)), finite_sums=True))
     return (x,), {"exclusive": draw(st.booleans())}
 
 
@@ -193,7 +199,7 @@ def _scan(draw, s):
 def _segmented(draw, s, with_exclusive):
     dt = draw(st.sampled_from(VALUE_DTYPES))
     n = draw(lengths(s))
-    x = draw(values(dt, n))
+    x = draw(values(dt, n, finite_sums=True))
     kw = {"exclusive": draw(st.booleans())} if with_exclusive else {}
     return (x, draw(flags(n, s))), kw
 
@@ -202,7 +208,7 @@ def _segmented(draw, s, with_exclusive):
 def _csr_sum(draw, s):
     dt = draw(st.sampled_from(VALUE_DTYPES))
     n = draw(lengths(s))
-    return (draw(values(dt, n)), draw(offsets(n, s))), {}
+    return (draw(values(dt, n, finite_sums=True)), draw(offsets(n, s))), {}
 
 
 @st.composite
@@ -210,6 +216,10 @@ def _spmv(draw, s):
     dt = draw(st.sampled_from(("int8", "int16", "int32", "float32", "float64")))
     indptr, indices, data, shape = draw(csr_matrices(dt, s))
     x = draw(values(dt, shape[1]))
+    if np.dtype(dt).kind == "f":  # products and their sums finite (see ``values``)
+        lim = float(np.sqrt(np.finfo(dt).max / (4 * (len(data) + 1))))
+        data = np.clip(data, -lim, lim).astype(dt)
+        x = np.clip(x, -lim, lim).astype(dt)
     if np.dtype(dt).kind == "i":  # keep products inside int64 words; int32 edges come from the sums
         data = (data.astype(np.int64) % 1000).astype(dt)
         x = (x.astype(np.int64) % 1000).astype(dt)
@@ -221,7 +231,7 @@ def _batched(draw, s):
     dt = draw(st.sampled_from(VALUE_DTYPES))
     rows = draw(st.integers(0, 4))
     n = draw(st.one_of(st.sampled_from([0, 1, s - 1, s, s + 1]), st.integers(0, 2 * s * s)))
-    x = np.stack([draw(values(dt, n)) for _ in range(rows)]).reshape(rows, n)
+    x = np.stack([draw(values(dt, n, finite_sums=True)) for _ in range(rows)]) if rows else np.zeros((0, n), dt)
     return (x,), {"exclusive": draw(st.booleans())}
 
 
@@ -234,9 +244,16 @@ def _split(draw, s):
 
 @st.composite
 def _sort(draw, s):
+    """Sort inputs; floats often carry every special value (NaN, +-inf, -0.0,
+    +0.0, subnormals) at drawn positions, ints many ties (small values)."""
     dt = draw(st.sampled_from(VALUE_DTYPES))
     n = draw(st.one_of(st.sampled_from([0, 1, 2, s - 1, s, s + 1]), st.integers(0, 4 * s)))
-    return (draw(values(dt, n, nonfinite=True, pins=8)),), {"descending": draw(st.booleans())}
+    x = draw(values(dt, n, nonfinite=True, pins=8))
+    if np.dtype(dt).kind == "f" and n and draw(st.booleans()):
+        specials = np.array([np.nan, -np.inf, np.inf, -0.0, 0.0, np.finfo(dt).smallest_subnormal], dtype=dt)
+        pos = np.random.default_rng(draw(st.integers(0, 2**32 - 1))).integers(0, n, len(specials))
+        x[pos] = specials
+    return (x,), {"descending": draw(st.booleans())}
 
 
 @st.composite
@@ -253,10 +270,11 @@ def _weights(draw, s):
     dt = draw(st.sampled_from(VALUE_DTYPES))
     n = draw(st.one_of(st.sampled_from([1, s - 1, s, s + 1]), st.integers(1, 2 * s * s)))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    w = rng.integers(0, 65, n)
+    w = rng.integers(0, 65, n) * (rng.random(n) < 0.5)  # many zero weights (never to be drawn)
     w[int(rng.integers(0, n))] = 64
     w = w.astype(dt) if np.dtype(dt).kind == "i" else (w / 64).astype(dt)
-    u = draw(st.one_of(st.sampled_from([0.0, 0.5, 1 - 2**-53]), st.floats(0, 1, exclude_max=True)))
+    # u = 0 and dyadic u make t hit a cumulative sum exactly: the > versus >= edge
+    u = draw(st.one_of(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1 - 2**-53]), st.floats(0, 1, exclude_max=True)))
     return (w, u), {}
 
 
@@ -289,6 +307,24 @@ STRATEGIES = {
     "topk": _topk,
     "weighted_sample": _weights,
     "top_p_sample": _top_p,
+}
+
+
+def _f(*v, dtype="float32"):
+    return np.array(v, dtype=dtype)
+
+
+#: op -> explicit (args, kwargs) cases run before the generated ones in every
+#: profile: the documented edge cases no budget may skip
+EXAMPLES = {
+    "radix_sort": [((_f(np.nan, 1.0, -0.0, 0.0, -np.inf, np.inf, -np.nan),), {"descending": False}),
+                   ((_f(np.nan, 1.0, -0.0, 0.0, -np.inf, dtype="float16"),), {"descending": True})],
+    "argsort": [((_f(np.nan, 2.0, -0.0, 0.0, np.nan, -1.0),), {"descending": False})],
+    "topk": [((_f(np.nan, 1.0, 1.0, -0.0, 0.0), 3), {"largest": True}),
+             ((np.array([5, 1, 5, 1], np.int8), 1), {"largest": False})],
+    "weighted_sample": [((np.array([0, 3, 0, 1], np.int32), 0.0), {}),
+                        ((_f(0.0, 0.25, 0.0, 0.75), 0.25), {})],
+    "split": [((np.arange(6, dtype=np.int16), np.array([1, 0, 1, 0, 0, 1], np.uint8)), {})],
 }
 
 

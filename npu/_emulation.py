@@ -51,6 +51,7 @@ class TorchEmulationBackend:
         if int_words == "auto":
             int_words = "int64" if self.device.type == "cpu" else "float64"
         self._int_word = getattr(torch, int_words)
+        self._int_stage = False
 
     def __repr__(self):
         return f"TorchEmulationBackend(device={str(self.device)!r}, s={self.s})"
@@ -73,8 +74,10 @@ class TorchEmulationBackend:
                                 f"below 2**53 but this input's bound is {exact_bound}")
         return torch.from_numpy(np.ascontiguousarray(x, dtype=np.int64)).to(self.device, self._int_word)
 
-    def _finish(self, z, in_dtype, overflow, op):
-        """device words -> numpy result of the project's dtype, under ``overflow``."""
+    def _finish(self, z, in_dtype, overflow, op, exact=None):
+        """device words -> numpy result of the project's dtype, under ``overflow``.
+        int64 words are exact modulo 2**64 only; where the input's bound reaches
+        2**63, ``exact()`` (Python ints) decides whether a result overflows."""
         rdt = result_dtype(in_dtype)
         z = z.cpu()
         if rdt.kind == "f":
@@ -83,9 +86,18 @@ class TorchEmulationBackend:
         if overflow == "wrap":
             return z.astype(rdt)
         info = np.iinfo(rdt)
+        if exact is not None:
+            vals = exact()
+            if len(vals) and (min(vals) < info.min or max(vals) > info.max):
+                raise OverflowError(f"emulation.{op}: a result overflows {rdt}; pass overflow='wrap'")
+            return z.astype(rdt)
         if z.size and (z.min() < info.min or z.max() > info.max):
             raise OverflowError(f"emulation.{op}: a result overflows {rdt}; pass overflow='wrap'")
         return z.astype(rdt)
+
+    def _huge(self, x):
+        """Can a sum of x leave the int64 words (so they are exact only modulo 2**64)?"""
+        return x.dtype.kind == "i" and self._bound(x) >= 2**63
 
     def _bound(self, x):
         if x.dtype.kind == "f" or x.size == 0:
@@ -110,12 +122,11 @@ class TorchEmulationBackend:
     def _scan_words(self, w):
         """ScanU / MCScan: tile scans, then each tile gets the sum of the tiles
         before it (a cumsum of the tile totals on the vector unit)."""
-        torch = _torch()
         n = w.shape[0]
         if n == 0:
             return w.clone()
         y = self._row_scan(w)
-        carry = torch.cumsum(y[:, -1], 0) - y[:, -1]
+        carry = _exclusive_cumsum(y[:, -1])  # by a shift: cumsum - value would cancel after a huge tile
         return (y + carry[:, None]).reshape(-1)[:n]
 
     def _segscan_words(self, w, f):
@@ -150,11 +161,70 @@ class TorchEmulationBackend:
 
     # ------------------------------------------------------------------ ops
 
+    def _out_words(self, z):
+        """Device words -> numpy words (int64 for integers, even when they rode in float64)."""
+        torch = _torch()
+        z = z.cpu()
+        return (z.to(torch.int64) if z.dtype == torch.float64 and self._int_word == torch.float64
+                and self._int_stage else z).numpy()
+
     def row_scan(self, x):
-        """Stage: MATMUL(x, U_s) (every s-tile scanned), padding dropped."""
+        """Stage: MATMUL(x, U_s) (every s-tile scanned), padding dropped; words out."""
         x = as_values(x, "x")
+        self._int_stage = x.dtype.kind == "i"
+        return self._out_words(self._row_scan(self._words(x, self._bound(x))).reshape(-1)[:len(x)])
+
+    def _block_bounds(self, n, blocks):
+        tiles = -(-n // self.s)
+        per = -(-tiles // blocks) if tiles else 0
+        return [(min(n, i * per * self.s), min(n, (i + 1) * per * self.s)) for i in range(blocks)]
+
+    def reduce_tiles(self, x, blocks):
+        """Stage (MCScan phase I): the sum of each of ``blocks`` blocks of whole s-tiles,
+        as tile sums from the matrix unit (X 1_s) added up per block; words out."""
+        torch = _torch()
+        x = as_values(x, "x")
+        self._int_stage = x.dtype.kind == "i"
         w = self._words(x, self._bound(x))
-        return self._finish(self._row_scan(w).reshape(-1)[:len(x)], x.dtype, "wrap", "row_scan")
+        tile_sums = (self._tiles(w) @ torch.ones(self.s, 1, dtype=w.dtype, device=w.device)).reshape(-1)
+        r = w.new_zeros(blocks)
+        for b, (lo, hi) in enumerate(self._block_bounds(len(x), blocks)):
+            if hi > lo:
+                r[b] = tile_sums[lo // self.s: -(-hi // self.s)].sum()
+        return self._out_words(r)
+
+    def complete_rows(self, y, r, blocks):
+        """Stage (MCScan phase II): row scans y completed with block sums r: each
+        tile gets the block's partial (sum of the earlier blocks) plus the sum
+        of the earlier tiles of its block (a cumsum of tile totals); words out."""
+        torch = _torch()
+        y = np.asarray(y)
+        self._int_stage = y.dtype.kind == "i"
+        yw = torch.from_numpy(np.ascontiguousarray(y)).to(self.device)
+        rw = torch.from_numpy(np.ascontiguousarray(r, dtype=y.dtype)).to(self.device)
+        out = yw.clone()
+        partial = _exclusive_cumsum(rw)
+        for b, (lo, hi) in enumerate(self._block_bounds(len(y), blocks)):
+            if hi <= lo:
+                continue
+            t = self._tiles(yw[lo:hi])
+            ends = torch.tensor([min(hi - lo, (k + 1) * self.s) - 1 for k in range(t.shape[0])],
+                                device=self.device)
+            last = yw[lo:hi][ends]
+            carry = _exclusive_cumsum(last) + partial[b]
+            out[lo:hi] = (t + carry[:, None]).reshape(-1)[: hi - lo]
+        return self._out_words(out)
+
+    def gather_spmv(self, yhat, indptr):
+        """Stage (App. Alg. 6): the scanned value at every row end; leading empty
+        rows 0, other empty rows repeat the previous row end."""
+        torch = _torch()
+        yhat = np.asarray(yhat)
+        ptr = np.asarray(indptr, dtype=np.int64)
+        ends = torch.from_numpy(ptr[1:] - 1).to(self.device)
+        yw = torch.from_numpy(np.ascontiguousarray(yhat)).to(self.device)
+        vals = yw[ends.clamp(min=0)] if len(yhat) else torch.zeros(len(ends), dtype=yw.dtype)
+        return torch.where(ends >= 0, vals, torch.zeros_like(vals)).cpu().numpy()
 
     def scan(self, x, *, exclusive=False, overflow="raise"):
         x = as_values(x, "x")
@@ -162,7 +232,11 @@ class TorchEmulationBackend:
         z = self._scan_words(self._words(x, self._bound(x)))
         if exclusive:
             z = _shift_right(z)
-        return self._finish(z, x.dtype, overflow, "scan")
+
+        def exact():
+            c = np.cumsum(x.astype(object)).tolist()
+            return ([0] + c[:-1]) if exclusive and c else c
+        return self._finish(z, x.dtype, overflow, "scan", exact if self._huge(x) else None)
 
     def segmented_scan(self, x, flags, *, exclusive=False, overflow="raise"):
         x = as_values(x, "x")
@@ -175,7 +249,14 @@ class TorchEmulationBackend:
         z = self._segscan_words(w, ft)
         if exclusive:
             z = z - w
-        return self._finish(z, x.dtype, overflow, "segmented_scan")
+
+        def exact():
+            out, acc = [], 0
+            for v, b in zip(x.tolist(), f.tolist()):
+                acc = v if b else acc + v
+                out.append(acc - v if exclusive else acc)
+            return out
+        return self._finish(z, x.dtype, overflow, "segmented_scan", exact if self._huge(x) else None)
 
     def segmented_sum(self, x, flags, *, overflow="raise"):
         x = as_values(x, "x")
@@ -187,7 +268,9 @@ class TorchEmulationBackend:
         w = self._words(x, self._bound(x))
         z = self._segscan_words(w, _torch().from_numpy(f).to(w.device))
         ends = np.flatnonzero(np.append(f[1:], 1))  # the value at each segment's end
-        return self._finish(z[_torch().from_numpy(ends).to(w.device)], x.dtype, overflow, "segmented_sum")
+        starts = np.flatnonzero(f)
+        return self._finish(z[_torch().from_numpy(ends).to(w.device)], x.dtype, overflow, "segmented_sum",
+                            (lambda: np.add.reduceat(x.astype(object), starts).tolist()) if self._huge(x) else None)
 
     def segment_sum_csr(self, x, indptr, *, overflow="raise"):
         torch = _torch()
@@ -205,7 +288,10 @@ class TorchEmulationBackend:
             z = self._segscan_words(w, torch.from_numpy(f).to(w.device))
             ends = torch.from_numpy(ptr[nonempty + 1] - 1).to(w.device)
             out[torch.from_numpy(nonempty).to(w.device)] = z[ends]
-        return self._finish(out, x.dtype, overflow, "segment_sum_csr")
+        def exact():
+            c = np.concatenate([[0], np.cumsum(x.astype(object))])
+            return (c[ptr[1:]] - c[ptr[:-1]]).tolist()
+        return self._finish(out, x.dtype, overflow, "segment_sum_csr", exact if self._huge(x) else None)
 
     def _positions(self, m):
         """Stable split positions: ones to the exclusive scan of m, zeros after all ones."""
@@ -316,6 +402,11 @@ def _first(n, device):
     if n:
         f[0] = 1
     return f
+
+
+def _exclusive_cumsum(v):
+    """Exclusive cumsum by shifting the inclusive one (never by subtracting v)."""
+    return _shift_right(_torch().cumsum(v, 0))
 
 
 def _shift_right(z):

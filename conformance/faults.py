@@ -1,0 +1,237 @@
+"""Named faults that wrap any backend: the suite's proof of power.
+
+``FaultyBackend(base, fault, s)`` behaves like ``base`` except that the ops
+the fault touches return what a kernel with that bug would. On the command
+line: ``--backend faulty:FAULT:BASE`` (BASE a backend name or
+``package.module:attribute``). Every fault must be detected by the default
+profile; ``python -m conformance --mutation-score`` runs them all.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["FAULTS", "Fault", "FaultyBackend"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    description: str
+    ops: tuple
+    apply: object  # (base, op, args, kwargs, s) -> result
+
+
+def _np(a):
+    return np.asarray(a)
+
+
+def _tile_starts(n, s):
+    f = np.zeros(n, np.uint8)
+    f[::s] = 1
+    return f
+
+
+def _block_boundary(base, op, args, kw, s):
+    z = _np(base.scan(args[0], exclusive=False)).copy()
+    for i in range(s, len(z), s):  # the carry is not added to a tile's first element
+        z[i] = z[i] - z[i - 1]
+    if kw.get("exclusive"):
+        z = np.concatenate([np.zeros(1, z.dtype), z[:-1]])[: len(z)]
+    return z
+
+
+def _carry_first_segment(base, op, args, kw, s):
+    x, f = args
+    forced = np.asarray(f).astype(np.uint8) | _tile_starts(len(x), s)  # each tile restarts: carry lost
+    return base.segmented_scan(x, forced.astype(np.asarray(f).dtype), **kw)
+
+
+def _start_end(base, op, args, kw, s):
+    x, f = args
+    f = np.asarray(f).astype(np.uint8)
+    starts = np.concatenate([[1], f[:-1]]).astype(np.uint8)[: len(f)]  # read as END flags
+    return getattr(base, op)(x, starts.astype(np.asarray(args[1]).dtype), **kw)
+
+
+def _trailing_dropped(base, op, args, kw, s):
+    out = _np(getattr(base, op)(*args, **kw))
+    ptr = np.asarray(args[1] if op == "segment_sum_csr" else args[0][0])
+    lens = np.diff(ptr)
+    nz = np.flatnonzero(lens)
+    return out[: (nz[-1] + 1) if nz.size else 0]
+
+
+def _int32_accumulator(base, op, args, kw, s):
+    x = np.asarray(args[0] if op != "spmv" else args[0][2])
+    out = getattr(base, op)(*args, **kw, overflow="wrap") if x.dtype.kind == "i" else \
+        getattr(base, op)(*args, **kw)
+    out = _np(out)
+    if out.dtype.kind == "i":
+        return out.astype(np.int32).astype(out.dtype)  # int32 registers, wrap-around, no check
+    return out
+
+
+def _fp16_accumulation(base, op, args, kw, s):
+    x = np.asarray(args[0])
+    if x.dtype != np.float16:
+        return base.scan(*args, **kw)
+    z = np.cumsum(x, dtype=np.float16)
+    if kw.get("exclusive"):
+        z = np.concatenate([[np.float16(0)], z[:-1]])
+    return z.astype(np.float32)
+
+
+def _incl_excl(base, op, args, kw, s):
+    kw = dict(kw)
+    kw["exclusive"] = not kw.get("exclusive", False)
+    return getattr(base, op)(*args, **kw)
+
+
+def _padding(base, op, args, kw, s):
+    out = _np(getattr(base, op)(*args, **kw)).copy()
+    n = len(np.asarray(args[0]))
+    if n % s and out.size:
+        out[-1] = out[-1] + out.dtype.type(s - n % s)  # padding read as ones, summed into the last segment
+    return out
+
+
+def _n_ge_s2(base, op, args, kw, s):
+    z = _np(base.scan(*args, **kw)).copy()
+    if len(z) >= s * s:
+        z[-1] = z[-1] + z.dtype.type(1)
+    return z
+
+
+def _unsorted_cols(base, op, args, kw, s):
+    (ptr, ind, data, shape), x = args
+    ptr, ind, data = np.asarray(ptr), np.asarray(ind), np.asarray(data).copy()
+    for r in range(len(ptr) - 1):
+        a, b = int(ptr[r]), int(ptr[r + 1])
+        dec = np.flatnonzero(np.diff(ind[a:b]) < 0)
+        if dec.size:  # a decreasing column read as the row's end: the rest is dropped
+            data[a + dec[0] + 1:b] = 0
+    return base.spmv((ptr, ind, data, shape), x, **kw)
+
+
+def _empty_repeat(base, op, args, kw, s):
+    out = _np(base.segment_sum_csr(*args, **kw)).copy()
+    lens = np.diff(np.asarray(args[1]))
+    for r in range(1, len(out)):
+        if lens[r] == 0:
+            out[r] = out[r - 1]  # GatherSpMV's repeated row end, never differenced
+    return out
+
+
+def _leading_empty(base, op, args, kw, s):
+    out = _np(base.spmv(*args, **kw)).copy()
+    lens = np.diff(np.asarray(args[0][0]))
+    nz = np.flatnonzero(lens)
+    if nz.size:
+        out[: nz[0]] = out[nz[0]]  # HandleLeadingZeros forgotten
+    return out
+
+
+def _nan_first(base, op, args, kw, s):
+    x = np.asarray(args[0])
+    v, i = base.radix_sort(*args, **kw)
+    v, i = _np(v), _np(i)
+    if x.dtype.kind == "f" and not kw.get("descending"):
+        nan = np.isnan(v)
+        order = np.concatenate([np.flatnonzero(nan), np.flatnonzero(~nan)])
+        v, i = v[order], i[order]
+    return (v, i) if op == "radix_sort" else i
+
+
+def _topk_ties(base, op, args, kw, s):
+    x, k = args
+    x = np.asarray(x)
+    largest = kw.get("largest", True)
+    order = np.argsort(-np.arange(len(x)), kind="stable")  # visit higher indices first
+    v, i = base.radix_sort(x[order], descending=largest)
+    i = order[_np(i)][:k]
+    return x[i], i.astype(np.int64)
+
+
+def _split_unstable(base, op, args, kw, s):
+    x, m = args
+    v, i = base.split_ind(x, m)
+    v, i = _np(v).copy(), _np(i).copy()
+    ones = int(np.asarray(m).astype(bool).sum())
+    v[ones:], i[ones:] = v[ones:][::-1], i[ones:][::-1]
+    return (v, i) if op == "split_ind" else v
+
+
+def _compress_last(base, op, args, kw, s):
+    out = _np(base.compress(*args, **kw))
+    m = np.asarray(args[1]).astype(bool)
+    return out[:-1] if len(m) and m[-1] else out
+
+
+def _sample_geq(base, op, args, kw, s):
+    w, u = args
+    w = np.asarray(w)
+    c = np.cumsum(w.astype(np.float64 if w.dtype.kind == "f" else np.int64))
+    t = u * float(c[-1])
+    return np.int64(np.argmax(c >= t))  # >= instead of >
+
+
+FAULTS = {f.name: f for f in (
+    Fault("block_boundary_off_by_one", "scan: a tile's first element misses the carry from the tiles before",
+          ("scan",), _block_boundary),
+    Fault("carry_not_added_to_first_segment",
+          "segmented_scan: the carry is not added to each tile's first segment", ("segmented_scan",),
+          _carry_first_segment),
+    Fault("start_end_flag_confusion", "segmented ops read START flags as END flags (run_seg_sum's convention)",
+          ("segmented_scan", "segmented_sum"), _start_end),
+    Fault("trailing_empty_rows_dropped", "CSR ops return no value for trailing empty rows",
+          ("segment_sum_csr", "spmv"), _trailing_dropped),
+    Fault("int32_accumulator_overflow", "integer sums kept in wrapping int32 registers, never checked",
+          ("scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "spmv"), _int32_accumulator),
+    Fault("fp16_accumulation", "scan of fp16 accumulated in fp16, then widened", ("scan",), _fp16_accumulation),
+    Fault("inclusive_exclusive_mixup", "scans: exclusive and inclusive swapped",
+          ("scan", "segmented_scan", "batched_scan"), _incl_excl),
+    Fault("padding_not_zeroed", "the last tile's padding is summed into the last segment",
+          ("segmented_sum", "segment_sum_csr"), _padding),
+    Fault("wrong_only_when_n_ge_s2", "scan: the second recursion level (n >= s^2) is off by one at the end",
+          ("scan",), _n_ge_s2),
+    Fault("unsorted_column_indices_mishandled", "spmv: a decreasing column index ends the row",
+          ("spmv",), _unsorted_cols),
+    Fault("empty_rows_repeat_previous", "segment_sum_csr: an empty row repeats the previous row's sum",
+          ("segment_sum_csr",), _empty_repeat),
+    Fault("leading_empty_rows_not_zeroed", "spmv: leading empty rows get the first row's value",
+          ("spmv",), _leading_empty),
+    Fault("nan_sorted_first", "radix sort: NaNs placed first in ascending order", ("radix_sort", "argsort"),
+          _nan_first),
+    Fault("topk_ties_higher_index_first", "topk: among equal values the higher index wins", ("topk",),
+          _topk_ties),
+    Fault("split_not_stable", "split: the mask-0 group comes out reversed", ("split", "split_ind"),
+          _split_unstable),
+    Fault("compress_drops_last", "compress: the last element is lost when it is kept", ("compress",),
+          _compress_last),
+    Fault("sample_uses_geq", "weighted_sample: the first c_i >= t instead of > t", ("weighted_sample",),
+          _sample_geq),
+)}
+
+
+class FaultyBackend:
+    """``base`` with fault ``fault`` injected into the ops it touches; every
+    other op (and attribute) is the base's."""
+
+    def __init__(self, base, fault, s=8):
+        if fault not in FAULTS:
+            raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
+        self._base = base
+        self._fault = FAULTS[fault]
+        self.s = s
+        self.name = f"faulty:{fault}"
+
+    def __getattr__(self, op):
+        attr = getattr(self._base, op)
+        if op not in self._fault.ops:
+            return attr
+
+        def faulty(*args, **kwargs):
+            return self._fault.apply(self._base, op, args, kwargs, self.s)
+        return faulty

@@ -1,0 +1,114 @@
+"""Reports of a conformance run: JUnit XML (one testcase per op), JSON (the
+schema below) and a Markdown summary.
+
+JSON schema (``SCHEMA``; ``validate(doc)`` checks a document against it):
+
+    {
+      "schema": "mmvref-conformance/1",
+      "backend": str, "profile": str, "seed": int | null, "s": int, "policy": str,
+      "passed": bool,                      # every op that ran conforms
+      "seconds": float,
+      "ops": [ {
+          "op": str, "backend": str,
+          "status": "pass" | "fail" | "skipped",
+          "examples": int, "failures": int, "seconds": float,
+          "message": str,                  # "" on pass
+          "counterexample": str,           # the minimal failing input, as Python
+          "command": str,                  # reproduces the failure
+          "replay_file": str,              # pickled counterexample ("" if none)
+          "extra": object
+      }, ... ]
+    }
+"""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+__all__ = ["SCHEMA", "validate", "write_all", "to_json", "to_junit", "to_markdown"]
+
+SCHEMA_ID = "mmvref-conformance/1"
+_OP_FIELDS = {"op": str, "backend": str, "status": str, "examples": int, "failures": int,
+              "seconds": (int, float), "message": str, "counterexample": str, "command": str,
+              "replay_file": str, "extra": dict}
+_TOP_FIELDS = {"schema": str, "backend": str, "profile": str, "seed": (int, type(None)), "s": int,
+               "policy": str, "passed": bool, "seconds": (int, float), "ops": list}
+SCHEMA = {"top": _TOP_FIELDS, "op": _OP_FIELDS, "status": ("pass", "fail", "skipped")}
+
+
+def validate(doc) -> list[str]:
+    """Problems of a JSON report against ``SCHEMA`` (empty list: valid)."""
+    errs = []
+    for k, t in _TOP_FIELDS.items():
+        if k not in doc:
+            errs.append(f"missing top-level field {k!r}")
+        elif not isinstance(doc[k], t) or (t is int and isinstance(doc[k], bool)):
+            errs.append(f"field {k!r} has type {type(doc[k]).__name__}")
+    if doc.get("schema") != SCHEMA_ID:
+        errs.append(f"schema must be {SCHEMA_ID!r}")
+    for i, op in enumerate(doc.get("ops", [])):
+        for k, t in _OP_FIELDS.items():
+            if k not in op:
+                errs.append(f"ops[{i}] misses {k!r}")
+            elif not isinstance(op[k], t) or (t is int and isinstance(op[k], bool)):
+                errs.append(f"ops[{i}].{k} has type {type(op[k]).__name__}")
+        if op.get("status") not in SCHEMA["status"]:
+            errs.append(f"ops[{i}].status is {op.get('status')!r}")
+    extra = set(doc) - set(_TOP_FIELDS)
+    if extra:
+        errs.append(f"unknown top-level fields {sorted(extra)}")
+    return errs
+
+
+def to_json(reports, *, backend, profile, seed, s, policy, seconds):
+    return {"schema": SCHEMA_ID, "backend": backend, "profile": profile, "seed": seed, "s": s,
+            "policy": policy, "passed": all(r.status != "fail" for r in reports),
+            "seconds": round(seconds, 3), "ops": [r.to_dict() for r in reports]}
+
+
+def to_junit(reports, *, backend, seconds):
+    suite = ET.Element("testsuite", name=f"conformance[{backend}]", tests=str(len(reports)),
+                       failures=str(sum(r.status == "fail" for r in reports)),
+                       skipped=str(sum(r.status == "skipped" for r in reports)), time=f"{seconds:.3f}")
+    for r in reports:
+        case = ET.SubElement(suite, "testcase", classname=f"conformance.{backend}", name=r.op,
+                             time=f"{r.seconds:.3f}")
+        if r.status == "fail":
+            fail = ET.SubElement(case, "failure", message=r.message[:500])
+            fail.text = f"{r.message}\n\nminimal counterexample: {r.counterexample}\nreproduce: {r.command}\n"
+        elif r.status == "skipped":
+            ET.SubElement(case, "skipped", message=r.message)
+        ET.SubElement(case, "system-out").text = f"{r.examples} examples"
+    suites = ET.Element("testsuites")
+    suites.append(suite)
+    return ET.tostring(suites, encoding="unicode")
+
+
+def to_markdown(reports, *, backend, profile, seconds):
+    ok = all(r.status != "fail" for r in reports)
+    lines = [f"# Conformance: backend `{backend}` — {'PASS' if ok else 'FAIL'}", "",
+             f"profile `{profile}`, {seconds:.1f} s", "",
+             "| op | status | examples | seconds | minimal counterexample | reproduce |",
+             "|---|---|---:|---:|---|---|"]
+    for r in reports:
+        ce = r.counterexample.replace("|", "\\|")[:300]
+        lines.append(f"| {r.op} | {r.status} | {r.examples} | {r.seconds:.2f} | {ce} | "
+                     f"{('`' + r.command + '`') if r.command else ''} |")
+    fails = [r for r in reports if r.status == "fail"]
+    if fails:
+        lines += ["", "## Failures", ""]
+        for r in fails:
+            lines += [f"### {r.op}", "", r.message, "", f"Reproduce: `{r.command}`", ""]
+    return "\n".join(lines) + "\n"
+
+
+def write_all(directory, reports, *, backend, profile, seed, s, policy, seconds):
+    """Write report.xml (JUnit), report.json and report.md into ``directory``."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    doc = to_json(reports, backend=backend, profile=profile, seed=seed, s=s, policy=policy, seconds=seconds)
+    (d / "report.json").write_text(json.dumps(doc, indent=2))
+    (d / "report.xml").write_text(to_junit(reports, backend=backend, seconds=seconds))
+    (d / "report.md").write_text(to_markdown(reports, backend=backend, profile=profile, seconds=seconds))
+    return d

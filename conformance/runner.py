@@ -1,0 +1,191 @@
+"""Run registry ops through the golden model and a backend under Hypothesis.
+
+For each op: Hypothesis draws inputs from ``strategies.op_inputs(op, s)``; the
+golden model computes the expected result (its intermediate magnitudes
+checked against the op's bit bound); the backend computes its own; the
+comparator decides. A failure is shrunk by Hypothesis to a minimal
+counterexample, saved (``failures/<backend>-<op>.pkl``, replayable with
+``--replay``), and Hypothesis's example database (``--db``) replays it first
+on the next run.
+
+Overflow contract: a backend declares ``overflow = "raise"`` (the default:
+where an integer result overflows its dtype it must raise OverflowError) or
+``"wrap"`` (it must return the two's-complement wrap-around, bit-exact).
+"""
+from __future__ import annotations
+
+import pickle
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, example, given, settings
+from hypothesis import seed as hyp_seed
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+from mmvref import mmv
+from mmvref.registry import REGISTRY
+
+from . import bounds, compare, strategies
+
+__all__ = ["OpReport", "golden_result", "one_example", "run_op", "replay", "PROFILES", "OVERFLOW_OPS"]
+
+#: ops whose golden function and backends take ``overflow=``
+OVERFLOW_OPS = ("scan", "batched_scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "spmv")
+
+#: example budgets: "default" for releases, "ci" derandomized and bounded
+PROFILES = {"default": dict(max_examples=100, derandomize=False),
+            "ci": dict(max_examples=40, derandomize=True)}
+
+
+@dataclass
+class OpReport:
+    op: str
+    backend: str
+    status: str                  # "pass", "fail", "skipped"
+    examples: int = 0
+    failures: int = 0
+    seconds: float = 0.0
+    message: str = ""
+    counterexample: str = ""
+    command: str = ""
+    replay_file: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def golden_result(op, args, kwargs, s, overflow="raise"):
+    """The golden model's result for ``op``; with ``overflow="raise"`` an
+    integer result that overflows its dtype raises OverflowError."""
+    spec = REGISTRY[op]
+    kw = dict(kwargs)
+    if op in OVERFLOW_OPS:
+        kw["overflow"] = overflow
+    if op == "spmv":
+        (ptr, ind, data, _shape), x = args
+        return spec.golden(ptr, ind, data, x, s, **kw)
+    return spec.golden(*args, s, **kw)
+
+
+def _rdt(op, args):
+    try:
+        return REGISTRY[op].result_dtype(np.asarray(args[0] if op != "spmv" else args[0][2]).dtype)
+    except Exception:
+        return "its dtype"
+
+
+def one_example(backend, op, args, kwargs, *, s, policy="derived"):
+    """None when the backend conforms on this input, else a message."""
+    contract = getattr(backend, "overflow", "raise")
+    with mmv.counting() as counter:
+        try:
+            expected, overflows = golden_result(op, args, kwargs, s), False
+        except OverflowError:
+            expected, overflows = golden_result(op, args, kwargs, s, "wrap"), True
+    msg = bounds.check_magnitude(op, args, s, counter)
+    if msg:
+        return msg
+    try:
+        actual = getattr(backend, op)(*args, **kwargs)
+    except OverflowError as exc:
+        if overflows and contract == "raise":
+            return None
+        why = "the exact result fits its dtype" if not overflows else "the backend declares overflow='wrap'"
+        return f"raised OverflowError ({exc}) but {why}; input: {compare._input_summary(args)}"
+    except Exception as exc:  # a crash is a failure with the input that caused it
+        return f"raised {type(exc).__name__}: {exc}; input: {compare._input_summary(args)}"
+    if overflows and contract == "raise":
+        return (f"an integer result overflows {_rdt(op, args)} but the backend returned instead of raising "
+                f"OverflowError (declare overflow='wrap' if wrap-around is its contract); "
+                f"input: {compare._input_summary(args)}")
+    if isinstance(actual, tuple) != isinstance(expected, tuple):
+        return f"returned {type(actual).__name__}, expected {type(expected).__name__}"
+    return compare.check(op, args, kwargs, expected, actual, s=s, policy=policy)
+
+
+def _describe(args, kwargs):
+    def one(a):
+        if isinstance(a, np.ndarray):
+            return f"np.array({a.tolist()!r}, dtype=np.{a.dtype})" if a.size <= 64 else \
+                f"<{a.dtype} array of shape {a.shape}>"
+        if isinstance(a, tuple):
+            return "(" + ", ".join(one(b) for b in a) + ")"
+        return repr(a)
+    parts = [one(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+    return ", ".join(parts)
+
+
+def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, derandomize=False,
+           policy="derived", db=".conformance-db", failures_dir=None, progress=None):
+    """Check one op under Hypothesis; returns an OpReport."""
+    if not _has(backend, op):
+        return OpReport(op, backend_name, "skipped", message="backend has no such op")
+    if op not in strategies.STRATEGIES:
+        return OpReport(op, backend_name, "skipped", message="no strategy for this op (golden-only)")
+    count = [0]
+    last = {}
+
+    derand = derandomize and seed is None  # a derandomized run has no example database (Hypothesis rule)
+
+    @settings(max_examples=max_examples, deadline=None, derandomize=derand,
+              database=DirectoryBasedExampleDatabase(str(Path(db) / backend_name)) if db and not derand else None,
+              suppress_health_check=list(HealthCheck), print_blob=False, report_multiple_bugs=False,
+              phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink])
+    @given(strategies.op_inputs(op, s))
+    def prop(case):
+        args, kwargs = case
+        count[0] += 1
+        if progress:
+            progress(op, count[0])
+        msg = one_example(backend, op, args, kwargs, s=s, policy=policy)
+        if msg:
+            last.update(args=args, kwargs=kwargs, msg=msg)
+            raise AssertionError(msg)
+
+    for case in strategies.EXAMPLES.get(op, ()):
+        prop = example(case)(prop)
+    if seed is not None:
+        prop = hyp_seed(seed)(prop)
+    t0 = time.perf_counter()
+    try:
+        prop()
+    except AssertionError:
+        pass
+    except Exception as exc:  # Hypothesis itself (e.g. flaky) or the strategy
+        last.setdefault("msg", f"{type(exc).__name__}: {exc}")
+    secs = time.perf_counter() - t0
+    if not last:
+        return OpReport(op, backend_name, "pass", count[0], 0, secs)
+    rep = OpReport(op, backend_name, "fail", count[0], 1, secs, message=last["msg"],
+                   counterexample=_describe(last.get("args", ()), last.get("kwargs", {})))
+    cmd = f"python -m conformance --backend {backend_name} --ops {op} --s {s}"
+    if seed is not None:
+        cmd += f" --seed {seed}"
+    if failures_dir and "args" in last:
+        path = Path(failures_dir) / f"{backend_name.replace(':', '_')}-{op}.pkl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as fh:
+            pickle.dump({"op": op, "args": last["args"], "kwargs": last["kwargs"], "s": s, "policy": policy,
+                         "backend": backend_name}, fh)
+        rep.replay_file = str(path)
+        cmd = f"python -m conformance --backend {backend_name} --replay {path}"
+    rep.command = cmd
+    return rep
+
+
+def replay(backend, path):
+    """Re-run a saved counterexample; returns (op, message or None)."""
+    with open(path, "rb") as fh:
+        case = pickle.load(fh)
+    msg = one_example(backend, case["op"], case["args"], case["kwargs"], s=case["s"], policy=case["policy"])
+    return case["op"], msg
+
+
+def _has(backend, op):
+    try:
+        return callable(getattr(backend, op))
+    except AttributeError:
+        return False

@@ -1,0 +1,110 @@
+"""Stage-level conformance: every golden stage a backend exposes, compared
+stage by stage (a kernel team can localise a bug to one kernel).
+
+Stage protocol (a backend exposes any subset; numpy in and out, words out:
+int64 for integers, fp32 for fp16, else the input's float type; ``s`` is the
+backend's tile size, ``backend.s``):
+
+  row_scan(x)                     MATMUL(x, U_s): every s-tile scanned (Alg. 1 line 2)
+  reduce_tiles(x, blocks)         MCScan phase I: the sum of each of ``blocks`` blocks of whole s-tiles
+  complete_rows(y, r, blocks)     MCScan phase II: row scans y completed with the block sums r
+  csr_gather(data, indices, x)    App. Alg. 5: data(i) * x(indices(i))
+  gather_spmv(yhat, indptr)       App. Alg. 6: the scan value at every row end (leading empty rows 0)
+  diff(z)                         Alg. 2 line 5: z(i) - z(i-1)
+"""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from mmvref import golden
+from mmvref.golden import to_words
+
+from . import strategies as S
+
+__all__ = ["STAGES", "check"]
+
+
+@st.composite
+def _vec(draw, s, dtypes=S.INT_DTYPES + ("float32", "float64")):
+    dt = draw(st.sampled_from(dtypes))
+    n = draw(S.lengths(s, multi_core=False))
+    x = draw(S.values(dt, n, finite_sums=True))
+    if np.dtype(dt).kind == "i":
+        x = (x.astype(np.int64) % 10_000).astype(dt)  # stage words stay far from any edge
+    return x
+
+
+@st.composite
+def _row_scan(draw, s):
+    return (draw(_vec(s)),)
+
+
+@st.composite
+def _reduce(draw, s):
+    return (draw(_vec(s)), draw(st.sampled_from([1, 2, 3, 20])))
+
+
+@st.composite
+def _complete(draw, s):
+    x, blocks = draw(_reduce(s))
+    w = to_words(x)
+    return (golden.row_scan(w, s), golden.reduce_tiles(w, s, blocks), blocks)
+
+
+@st.composite
+def _csr_gather(draw, s):
+    indptr, indices, data, shape = draw(S.csr_matrices("float64", s))
+    x = draw(S.values("float64", shape[1]))
+    lim = 1e150  # products stay finite
+    return (np.clip(data, -lim, lim), indices, np.clip(x, -lim, lim))
+
+
+@st.composite
+def _gather_spmv(draw, s):
+    indptr, indices, data, shape = draw(S.csr_matrices("int32", s, unsorted=False, duplicates=False))
+    yhat = np.cumsum(np.abs(data.astype(np.int64)) % 100)
+    return (yhat, indptr)
+
+
+@st.composite
+def _diff(draw, s):
+    return (to_words(draw(_vec(s))),)
+
+
+#: stage -> (strategy of args given s, golden function of (args, s))
+STAGES = {
+    "row_scan": (_row_scan, lambda a, s: golden.row_scan(to_words(a[0]), s)),
+    "reduce_tiles": (_reduce, lambda a, s: golden.reduce_tiles(to_words(a[0]), s, a[1])),
+    "complete_rows": (_complete, lambda a, s: golden.complete_rows(a[0], a[1], s, a[2])),
+    "csr_gather": (_csr_gather, lambda a, s: golden.csr_gather(to_words(a[0]), a[1], to_words(a[2]))),
+    "gather_spmv": (_gather_spmv, lambda a, s: golden.gather_spmv(a[0], a[1])),
+    "diff": (_diff, lambda a, s: golden.diff(a[0])),
+}
+
+
+def check(stage, args, expected, actual, s):
+    """None when a stage's output conforms: integers (words) exactly, dtype
+    included; floats within 2 (n + 2s) u sum|inputs| (every stage output is a
+    sum of at most n input terms; one rounding budget per side)."""
+    expected, actual = np.asarray(expected), np.asarray(actual)
+    if actual.dtype != expected.dtype or actual.shape != expected.shape:
+        return f"{stage}: dtype/shape {actual.dtype}{actual.shape}, expected {expected.dtype}{expected.shape}"
+    if expected.dtype.kind != "f":
+        bad = np.flatnonzero(actual.ravel() != expected.ravel())
+        if bad.size:
+            i = int(bad[0])
+            return f"{stage}: index {i}: expected {expected.ravel()[i]}, actual {actual.ravel()[i]} (exact)"
+        return None
+    mag = sum(float(np.abs(np.asarray(a, dtype=np.float64)).sum()) for a in args if isinstance(a, np.ndarray))
+    n = max((np.asarray(a).size for a in args if isinstance(a, np.ndarray)), default=1)
+    bound = 2 * (n + 2 * s) * np.finfo(expected.dtype).eps / 2 * mag + np.finfo(expected.dtype).tiny
+    a, e = actual.astype(np.float64).ravel(), expected.astype(np.float64).ravel()
+    with np.errstate(invalid="ignore"):
+        err = np.where((a == e) | (np.isnan(a) & np.isnan(e)), 0.0, np.abs(a - e))
+    bad = np.flatnonzero(~(err <= bound))
+    if bad.size:
+        i = int(bad[0])
+        return (f"{stage}: index {i}: expected {expected.ravel()[i]!r}, actual {actual.ravel()[i]!r}, "
+                f"error {err[i]:.3g} > bound {bound:.3g}")
+    return None

@@ -1,0 +1,21 @@
+"""One test per op: the golden model and the chosen backend agree (see conftest.py)."""
+from __future__ import annotations
+
+import pytest
+
+from . import runner
+from .__main__ import run
+
+
+def test_op_conforms(conformance_op, request):
+    cfg = request.config
+    profile = runner.PROFILES[cfg.getoption("--conformance-profile")]
+    (rep,) = run(cfg.getoption("--backend"), [conformance_op], s=cfg.getoption("--s"),
+                 max_examples=cfg.getoption("--max-examples") or profile["max_examples"],
+                 seed=cfg.getoption("--seed"), derandomize=profile["derandomize"],
+                 policy=cfg.getoption("--policy"), db=".conformance-db", report_dir=None, progress=False,
+                 log=lambda *a: None)
+    if rep.status == "skipped":
+        pytest.skip(rep.message)
+    assert rep.status == "pass", (f"{rep.message}\nminimal counterexample: {rep.counterexample}\n"
+                                  f"reproduce: {rep.command}")

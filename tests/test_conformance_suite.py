@@ -1,0 +1,132 @@
+"""The conformance suite itself: its power (every named fault caught), its
+reports (JUnit XML parses, JSON matches the documented schema), replay of a
+saved counterexample, exit status, comparators and strategies."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance import compare, faults, report, strategies
+from conformance.__main__ import main, mutation_score
+
+
+def test_every_fault_is_detected_with_a_counterexample():
+    rows = mutation_score("mmvref", list(strategies.STRATEGIES), s=8, max_examples=25, seed=None,
+                          derandomize=True, log=lambda *a: None)
+    assert len(rows) >= 12
+    missed = [name for name, caught, _, _ in rows if not caught]
+    assert not missed, f"faults not detected: {missed}"
+    for name, _, rep, _ in rows:
+        assert rep.counterexample and rep.message and rep.command, name
+
+
+def test_reports_validate_and_failures_replay(tmp_path, capsys):
+    out = tmp_path / "rep"
+    bad = "faulty:compress_drops_last:mmvref"
+    status = main(["--backend", bad, "--ops", "compress", "split", "--profile", "ci", "--report", str(out),
+                   "--db", str(tmp_path / "db")])
+    assert status == 1
+    doc = json.loads((out / "report.json").read_text())
+    assert report.validate(doc) == []
+    assert doc["passed"] is False
+    ops = {o["op"]: o for o in doc["ops"]}
+    assert ops["compress"]["status"] == "fail" and ops["split"]["status"] == "pass"
+    root = ET.parse(out / "report.xml").getroot()
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert cases["compress"].find("failure") is not None and cases["split"].find("failure") is None
+    md = (out / "report.md").read_text()
+    assert "compress" in md and "--replay" in md
+    # the printed command replays the minimal counterexample: it fails on the faulty
+    # backend and passes on the correct one
+    replay_file = ops["compress"]["replay_file"]
+    assert main(["--backend", bad, "--replay", replay_file]) == 1
+    assert main(["--backend", "mmvref", "--replay", replay_file]) == 0
+    capsys.readouterr()
+
+
+def test_schema_validation_rejects_bad_documents():
+    doc = report.to_json([], backend="x", profile="ci", seed=None, s=8, policy="derived", seconds=0.0)
+    assert report.validate(doc) == []
+    broken = dict(doc)
+    del broken["passed"]
+    broken["ops"] = [{"op": "scan", "status": "maybe"}]
+    errs = report.validate(broken)
+    assert any("passed" in e for e in errs) and any("status" in e for e in errs)
+
+
+def test_exit_status_and_emulation_stages(tmp_path, capsys):
+    assert main(["--backend", "emulation", "--ops", "scan", "stage:row_scan", "stage:complete_rows",
+                 "--profile", "ci", "--db", str(tmp_path)]) == 0
+    # a backend that implements none of the requested ops cannot pass
+    assert main(["--backend", "mmvref", "--ops", "stage:diff", "--profile", "ci", "--db", str(tmp_path)]) == 1
+    capsys.readouterr()
+
+
+# ----------------------------------------------------------------------------- comparators
+
+def test_derived_bound_scales_with_the_prefix_for_prefix_difference_ops():
+    """A segment sum after a huge value: the SCD bound allows an error relative to
+    the prefix (a correct prefix-difference kernel passes), the row-size view would not."""
+    x = np.array([1e6, -1e6, 1e-3, 2e-3], np.float32)
+    f = np.array([1, 0, 1, 0], np.uint8)
+    expected = np.array([0.0, 3e-3], np.float32)
+    off = np.array([0.0, 3e-3 + 0.06], np.float32)  # 20x the row, tiny against the prefix 2e6
+    assert compare.check("segmented_sum", (x, f), {}, expected, off, s=4) is None
+    way_off = np.array([0.0, 3e-3 + 5.0], np.float32)
+    msg = compare.check("segmented_sum", (x, f), {}, expected, way_off, s=4)
+    assert msg and "index 1" in msg and "bound" in msg and "expected" in msg
+
+
+def test_integer_results_must_match_dtype_and_bits():
+    e = np.array([1, 2], np.int32)
+    assert compare.check("scan", (e,), {}, e, e.astype(np.int64)) == "dtype int64, expected int32"
+    assert "index 1" in compare.check("scan", (e,), {}, e, np.array([1, 3], np.int32))
+    z = np.array([0.0, -0.0], np.float32)
+    assert compare.check("radix_sort", (z,), {}, z, np.array([0.0, 0.0], np.float32))  # -0.0 moved as +0.0
+
+
+def test_named_policies():
+    x = np.ones(2000, np.float32)
+    e = np.ones(2000, np.float32)
+    a = e.copy()
+    a[0] += 0.5  # one element in 2000 beyond 1e-3: allowed by "double thousandths" (<= 0.1%)
+    assert compare.check("scan", (x,), {}, e, a, policy="double_thousandths") is None
+    a[1] += 0.5
+    a[2] += 0.5
+    assert compare.check("scan", (x,), {}, e, a, policy="double_thousandths")
+    assert compare.check("scan", (x,), {}, e, a, policy="torch_testing")
+    assert compare.check("scan", (x.astype(np.float16),), {}, e, e * (1 + 2.0**-12), policy="mere_mare") is None
+    with pytest.raises(ValueError, match="policy"):
+        compare.check("scan", (x,), {}, e, e, policy="nope")
+
+
+# ----------------------------------------------------------------------------- strategies
+
+@settings(max_examples=30)
+@given(data=st.data(), s=st.sampled_from([2, 4, 8]))
+def test_strategies_documented_shapes(data, s):
+    n = data.draw(strategies.lengths(s))
+    assert 0 <= n <= 20 * s * s
+    f = data.draw(strategies.flags(n, s))
+    assert f.shape == (n,) and set(np.unique(f.astype(np.uint8))) <= {0, 1}
+    ptr = data.draw(strategies.offsets(n, s))
+    assert ptr[0] == 0 and ptr[-1] == n and np.all(np.diff(ptr) >= 0)
+    indptr, indices, dat, shape = data.draw(strategies.csr_matrices("int32", s))
+    assert indptr[0] == 0 and indptr[-1] == len(indices) == len(dat) and len(indptr) == shape[0] + 1
+    assert np.all(np.diff(indptr) >= 0) and (len(indices) == 0 or indices.max() < shape[1])
+    x = data.draw(strategies.values("float32", 5, finite_sums=True))
+    assert np.isfinite(x.astype(np.float64).sum() * 4)
+
+
+def test_edge_values_and_op_inputs():
+    assert 127 in strategies.edge_values("int8") and -128 in strategies.edge_values("int8")
+    assert any(np.isnan(v) for v in strategies.edge_values("float16", nonfinite=True))
+    assert not any(np.isinf(v) for v in strategies.edge_values("float32"))
+    with pytest.raises(KeyError, match="no strategy"):
+        strategies.op_inputs("mult")
+    assert set(faults.FAULTS) and all(f.ops for f in faults.FAULTS.values())
