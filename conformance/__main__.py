@@ -13,6 +13,7 @@ import argparse
 import sys
 import time
 
+import npu
 from mmvref.registry import REGISTRY
 
 from . import backends, faults, report, runner, stages
@@ -48,8 +49,10 @@ def _stage_report(backend, name, stage, s, examples, seed):
     last = {}
     count = [0]
 
+    dtypes = backend.dtypes(_STAGE_PREFIX + stage) if runner._has(backend, "dtypes") else None
+
     @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    @given(strat(s))
+    @given(strat(s, dtypes))
     def prop(args):
         count[0] += 1
         expected = np.asarray(gold(args, s))
@@ -158,6 +161,11 @@ def main(argv=None):
     print(f"conformance: backend={a.backend} profile={a.profile} examples={examples} seed={a.seed} "
           f"policy={a.policy}")
     t0 = time.perf_counter()
+    try:
+        _resolve(a.backend, a.s)
+    except npu.NpuUnavailableError as exc:
+        print(f"conformance: backend {a.backend} is unavailable here: {exc}")
+        return 2
     reps = run(a.backend, ops, s=a.s, max_examples=examples, seed=a.seed, derandomize=prof["derandomize"],
                policy=a.policy, db=a.db, report_dir=a.report)
     secs = time.perf_counter() - t0

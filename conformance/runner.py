@@ -8,6 +8,10 @@ counterexample, saved (``failures/<backend>-<op>.pkl``, replayable with
 ``--replay``), and Hypothesis's example database (``--db``) replays it first
 on the next run.
 
+A backend may declare ``dtypes(op)`` (the value dtypes it accepts; only
+those are drawn) and may raise NotImplementedError for an input it declares
+outside its support (the example is discarded, not failed).
+
 Overflow contract: a backend declares ``overflow = "raise"`` (the default:
 where an integer result overflows its dtype it must raise OverflowError) or
 ``"wrap"`` (it must return the two's-complement wrap-around, bit-exact).
@@ -20,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, example, given, settings
+from hypothesis import HealthCheck, Phase, example, given, reject, settings
 from hypothesis import seed as hyp_seed
 from hypothesis.database import DirectoryBasedExampleDatabase
 
@@ -90,6 +94,8 @@ def one_example(backend, op, args, kwargs, *, s, policy="derived"):
         return msg
     try:
         actual = getattr(backend, op)(*args, **kwargs)
+    except NotImplementedError:
+        reject()  # the backend declares this input outside what it supports (e.g. a kernel option it lacks)
     except OverflowError as exc:
         if overflows and contract == "raise":
             return None
@@ -125,6 +131,7 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
         return OpReport(op, backend_name, "skipped", message="backend has no such op")
     if op not in strategies.STRATEGIES:
         return OpReport(op, backend_name, "skipped", message="no strategy for this op (golden-only)")
+    dtypes = backend.dtypes(op) if _has(backend, "dtypes") else None
     count = [0]
     last = {}
 
@@ -134,9 +141,11 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
               database=DirectoryBasedExampleDatabase(str(Path(db) / backend_name)) if db and not derand else None,
               suppress_health_check=list(HealthCheck), print_blob=False, report_multiple_bugs=False,
               phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink])
-    @given(strategies.op_inputs(op, s))
+    @given(strategies.op_inputs(op, s, dtypes))
     def prop(case):
         args, kwargs = case
+        if dtypes is not None and not _accepts(args, dtypes):
+            reject()  # an explicit example in a dtype the backend does not take
         count[0] += 1
         if progress:
             progress(op, count[0])
@@ -182,6 +191,11 @@ def replay(backend, path):
         case = pickle.load(fh)
     msg = one_example(backend, case["op"], case["args"], case["kwargs"], s=case["s"], policy=case["policy"])
     return case["op"], msg
+
+
+def _accepts(args, dtypes):
+    first = args[0][2] if isinstance(args[0], tuple) else args[0]
+    return np.asarray(first).dtype.name in dtypes
 
 
 def _has(backend, op):

@@ -26,8 +26,8 @@ __all__ = ["STAGES", "check"]
 
 
 @st.composite
-def _vec(draw, s, dtypes=S.INT_DTYPES + ("float32", "float64")):
-    dt = draw(st.sampled_from(dtypes))
+def _vec(draw, s, dtypes=None):
+    dt = S._dtype(draw, dtypes)
     n = draw(S.lengths(s, multi_core=False))
     x = draw(S.values(dt, n, finite_sums=True))
     if np.dtype(dt).kind == "i":
@@ -36,43 +36,44 @@ def _vec(draw, s, dtypes=S.INT_DTYPES + ("float32", "float64")):
 
 
 @st.composite
-def _row_scan(draw, s):
-    return (draw(_vec(s)),)
+def _row_scan(draw, s, dtypes=None):
+    return (draw(_vec(s, dtypes)),)
 
 
 @st.composite
-def _reduce(draw, s):
-    return (draw(_vec(s)), draw(st.sampled_from([1, 2, 3, 20])))
+def _reduce(draw, s, dtypes=None):
+    return (draw(_vec(s, dtypes)), draw(st.sampled_from([1, 2, 3, 20])))
 
 
 @st.composite
-def _complete(draw, s):
-    x, blocks = draw(_reduce(s))
+def _complete(draw, s, dtypes=None):
+    x, blocks = draw(_reduce(s, dtypes))
     w = to_words(x)
     return (golden.row_scan(w, s), golden.reduce_tiles(w, s, blocks), blocks)
 
 
 @st.composite
-def _csr_gather(draw, s):
-    indptr, indices, data, shape = draw(S.csr_matrices("float64", s))
-    x = draw(S.values("float64", shape[1]))
-    lim = 1e150  # products stay finite
-    return (np.clip(data, -lim, lim), indices, np.clip(x, -lim, lim))
+def _csr_gather(draw, s, dtypes=None):
+    dt = S._dtype(draw, dtypes, S.FLOAT_DTYPES)
+    indptr, indices, data, shape = draw(S.csr_matrices(dt, s))
+    x = draw(S.values(dt, shape[1]))
+    lim = float(np.sqrt(np.finfo(dt).max)) / 2  # products stay finite
+    return (np.clip(data, -lim, lim).astype(dt), indices, np.clip(x, -lim, lim).astype(dt))
 
 
 @st.composite
-def _gather_spmv(draw, s):
+def _gather_spmv(draw, s, dtypes=None):
     indptr, indices, data, shape = draw(S.csr_matrices("int32", s, unsorted=False, duplicates=False))
     yhat = np.cumsum(np.abs(data.astype(np.int64)) % 100)
     return (yhat, indptr)
 
 
 @st.composite
-def _diff(draw, s):
-    return (to_words(draw(_vec(s))),)
+def _diff(draw, s, dtypes=None):
+    return (to_words(draw(_vec(s, dtypes))),)
 
 
-#: stage -> (strategy of args given s, golden function of (args, s))
+#: stage -> (strategy of args given (s, dtypes=None), golden function of (args, s))
 STAGES = {
     "row_scan": (_row_scan, lambda a, s: golden.row_scan(to_words(a[0]), s)),
     "reduce_tiles": (_reduce, lambda a, s: golden.reduce_tiles(to_words(a[0]), s, a[1])),

@@ -181,23 +181,23 @@ def csr_matrices(draw, dtype, s, *, unsorted=True, duplicates=True):
     return indptr, indices, data, (n_rows, n_cols)
 
 
-def _small(dtype):
-    """Values whose products and sums stay far inside the words: SpMV operands."""
-    return values(dtype, 0)
-
-
 # ----------------------------------------------------------------------------- per-op inputs
 
+def _dtype(draw, allowed, default=VALUE_DTYPES):
+    """A dtype from ``default`` that the backend accepts (``allowed`` None: all)."""
+    return draw(st.sampled_from([d for d in default if allowed is None or d in allowed]))
+
+
 @st.composite
-def _scan(draw, s):
-    dt = draw(st.sampled_from(VALUE_DTYPES))
+def _scan(draw, s, dtypes=None):
+    dt = _dtype(draw, dtypes)
     x = draw(values(dt, draw(lengths(s)), finite_sums=True))
     return (x,), {"exclusive": draw(st.booleans())}
 
 
 @st.composite
-def _segmented(draw, s, with_exclusive):
-    dt = draw(st.sampled_from(VALUE_DTYPES))
+def _segmented(draw, s, with_exclusive, dtypes=None):
+    dt = _dtype(draw, dtypes)
     n = draw(lengths(s))
     x = draw(values(dt, n, finite_sums=True))
     kw = {"exclusive": draw(st.booleans())} if with_exclusive else {}
@@ -205,15 +205,15 @@ def _segmented(draw, s, with_exclusive):
 
 
 @st.composite
-def _csr_sum(draw, s):
-    dt = draw(st.sampled_from(VALUE_DTYPES))
+def _csr_sum(draw, s, dtypes=None):
+    dt = _dtype(draw, dtypes)
     n = draw(lengths(s))
     return (draw(values(dt, n, finite_sums=True)), draw(offsets(n, s))), {}
 
 
 @st.composite
-def _spmv(draw, s):
-    dt = draw(st.sampled_from(("int8", "int16", "int32", "float32", "float64")))
+def _spmv(draw, s, dtypes=None):
+    dt = _dtype(draw, dtypes, ("int8", "int16", "int32", "float16", "float32", "float64"))
     indptr, indices, data, shape = draw(csr_matrices(dt, s))
     x = draw(values(dt, shape[1]))
     if np.dtype(dt).kind == "f":  # products and their sums finite (see ``values``)
@@ -227,8 +227,8 @@ def _spmv(draw, s):
 
 
 @st.composite
-def _batched(draw, s):
-    dt = draw(st.sampled_from(VALUE_DTYPES))
+def _batched(draw, s, dtypes=None):
+    dt = _dtype(draw, dtypes)
     rows = draw(st.integers(0, 4))
     n = draw(st.one_of(st.sampled_from([0, 1, s - 1, s, s + 1]), st.integers(0, 2 * s * s)))
     x = np.stack([draw(values(dt, n, finite_sums=True)) for _ in range(rows)]) if rows else np.zeros((0, n), dt)
@@ -236,17 +236,17 @@ def _batched(draw, s):
 
 
 @st.composite
-def _split(draw, s):
-    dt = draw(st.sampled_from(VALUE_DTYPES))
+def _split(draw, s, dtypes=None):
+    dt = _dtype(draw, dtypes)
     n = draw(st.one_of(st.sampled_from([0, 1, s - 1, s, s + 1]), st.integers(0, 2 * s * s)))
     return (draw(values(dt, n, nonfinite=True)), draw(flags(n, s))), {}
 
 
 @st.composite
-def _sort(draw, s):
+def _sort(draw, s, dtypes=None):
     """Sort inputs; floats often carry every special value (NaN, +-inf, -0.0,
     +0.0, subnormals) at drawn positions, ints many ties (small values)."""
-    dt = draw(st.sampled_from(VALUE_DTYPES))
+    dt = _dtype(draw, dtypes, FLOAT_DTYPES + INT_DTYPES)
     n = draw(st.one_of(st.sampled_from([0, 1, 2, s - 1, s, s + 1]), st.integers(0, 4 * s)))
     x = draw(values(dt, n, nonfinite=True, pins=8))
     if np.dtype(dt).kind == "f" and n and draw(st.booleans()):
@@ -257,17 +257,17 @@ def _sort(draw, s):
 
 
 @st.composite
-def _topk(draw, s):
-    (x,), _ = draw(_sort(s))
+def _topk(draw, s, dtypes=None):
+    (x,), _ = draw(_sort(s, dtypes))
     return (x, draw(st.integers(0, len(x)))), {"largest": draw(st.booleans())}
 
 
 @st.composite
-def _weights(draw, s):
+def _weights(draw, s, dtypes=None):
     """Integer weights, or dyadic float weights (multiples of 1/64): every
     summation order gives the same cumulative sums, so a backend free to sum in
     any order must still return the golden index."""
-    dt = draw(st.sampled_from(VALUE_DTYPES))
+    dt = _dtype(draw, dtypes)
     n = draw(st.one_of(st.sampled_from([1, s - 1, s, s + 1]), st.integers(1, 2 * s * s)))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     w = rng.integers(0, 65, n) * (rng.random(n) < 0.5)  # many zero weights (never to be drawn)
@@ -279,8 +279,8 @@ def _weights(draw, s):
 
 
 @st.composite
-def _top_p(draw, s):
-    dt = draw(st.sampled_from(FLOAT_DTYPES))
+def _top_p(draw, s, dtypes=None):
+    dt = _dtype(draw, dtypes, FLOAT_DTYPES)
     rows = draw(st.integers(1, 3))
     n = draw(st.one_of(st.sampled_from([1, s - 1, s, s + 1]), st.integers(1, 2 * s)))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
@@ -291,13 +291,14 @@ def _top_p(draw, s):
     return (probs, p, u), {}
 
 
-#: op name -> (s -> strategy of (args, kwargs)); conformance attaches these by registry name
+#: op name -> ((s, dtypes=None) -> strategy of (args, kwargs)); conformance attaches these by
+#: registry name; ``dtypes`` restricts the value dtypes to those a backend accepts
 STRATEGIES = {
     "scan": _scan,
-    "segmented_scan": lambda s: _segmented(s, True),
-    "segmented_sum": lambda s: _segmented(s, False),
+    "segmented_scan": lambda s, dtypes=None: _segmented(s, True, dtypes),
+    "segmented_sum": lambda s, dtypes=None: _segmented(s, False, dtypes),
     "segment_sum_csr": _csr_sum,
-    "compress": lambda s: _segmented(s, False),
+    "compress": lambda s, dtypes=None: _segmented(s, False, dtypes),
     "spmv": _spmv,
     "batched_scan": _batched,
     "split": _split,
@@ -317,6 +318,7 @@ def _f(*v, dtype="float32"):
 #: op -> explicit (args, kwargs) cases run before the generated ones in every
 #: profile: the documented edge cases no budget may skip
 EXAMPLES = {
+    "scan": [((np.full(300, 0.1, np.float16),), {"exclusive": False})],  # fp16 sums need fp32 accumulators
     "radix_sort": [((_f(np.nan, 1.0, -0.0, 0.0, -np.inf, np.inf, -np.nan),), {"descending": False}),
                    ((_f(np.nan, 1.0, -0.0, 0.0, -np.inf, dtype="float16"),), {"descending": True})],
     "argsort": [((_f(np.nan, 2.0, -0.0, 0.0, np.nan, -1.0),), {"descending": False})],
@@ -328,9 +330,10 @@ EXAMPLES = {
 }
 
 
-def op_inputs(op: str, s: int = 8):
-    """The strategy of ``(args, kwargs)`` for registry op ``op`` with tile size ``s``."""
+def op_inputs(op: str, s: int = 8, dtypes=None):
+    """The strategy of ``(args, kwargs)`` for registry op ``op`` with tile size
+    ``s``, values of ``dtypes`` only (names; None: every dtype the op takes)."""
     try:
-        return STRATEGIES[op](s)
+        return STRATEGIES[op](s, dtypes)
     except KeyError:
         raise KeyError(f"no strategy for op {op!r}; known: {', '.join(STRATEGIES)}") from None
