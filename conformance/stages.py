@@ -6,11 +6,13 @@ int64 for integers, fp32 for fp16, else the input's float type; ``s`` is the
 backend's tile size, ``backend.s``):
 
   row_scan(x)                     MATMUL(x, U_s): every s-tile scanned (Alg. 1 line 2)
+  block_scan(x)                   every s^2-block scanned on its own (ScanUL1, Eq. 1)
   reduce_tiles(x, blocks)         MCScan phase I: the sum of each of ``blocks`` blocks of whole s-tiles
   complete_rows(y, r, blocks)     MCScan phase II: row scans y completed with the block sums r
   csr_gather(data, indices, x)    App. Alg. 5: data(i) * x(indices(i))
   gather_spmv(yhat, indptr)       App. Alg. 6: the scan value at every row end (leading empty rows 0)
   diff(z)                         Alg. 2 line 5: z(i) - z(i-1)
+  revert(xhat, fhat, w)           SSCR's REVERT (§4.1): xhat - w[fhat - 1], the segmented-scan revert
 """
 from __future__ import annotations
 
@@ -69,6 +71,19 @@ def _gather_spmv(draw, s, dtypes=None):
 
 
 @st.composite
+def _revert(draw, s, dtypes=None):
+    """REVERT's operands as SSCR produces them: x_hat = SCAN(x), f_hat = SCAN(f^-)
+    (starts after position 0), w = COMPRESS(x_hat, end flags)."""
+    x = to_words(draw(_vec(s, dtypes)))
+    f = draw(S.flags(len(x), s, dtype="uint8")).astype(np.int64)
+    if len(f):
+        f[0] = 0
+    xhat, fhat = np.cumsum(x).astype(x.dtype), np.cumsum(f)
+    ends = np.concatenate([f[1:], [1]])[: len(x)] if len(x) else f
+    return (xhat, fhat, xhat[ends.astype(bool)])
+
+
+@st.composite
 def _diff(draw, s, dtypes=None):
     return (to_words(draw(_vec(s, dtypes))),)
 
@@ -76,11 +91,13 @@ def _diff(draw, s, dtypes=None):
 #: stage -> (strategy of args given (s, dtypes=None), golden function of (args, s))
 STAGES = {
     "row_scan": (_row_scan, lambda a, s: golden.row_scan(to_words(a[0]), s)),
+    "block_scan": (_row_scan, lambda a, s: golden.block_scan(to_words(a[0]), s)),
     "reduce_tiles": (_reduce, lambda a, s: golden.reduce_tiles(to_words(a[0]), s, a[1])),
     "complete_rows": (_complete, lambda a, s: golden.complete_rows(a[0], a[1], s, a[2])),
     "csr_gather": (_csr_gather, lambda a, s: golden.csr_gather(to_words(a[0]), a[1], to_words(a[2]))),
     "gather_spmv": (_gather_spmv, lambda a, s: golden.gather_spmv(a[0], a[1])),
     "diff": (_diff, lambda a, s: golden.diff(a[0])),
+    "revert": (_revert, lambda a, s: golden.revert(a[0], a[1], a[2])),
 }
 
 

@@ -174,6 +174,33 @@ class TorchEmulationBackend:
         self._int_stage = x.dtype.kind == "i"
         return self._out_words(self._row_scan(self._words(x, self._bound(x))).reshape(-1)[:len(x)])
 
+    def block_scan(self, x):
+        """Stage (ScanUL1 Eq. 1, the kernel run_block_scan): every s^2-block
+        scanned on its own as A U_s + L_s^- (A 1_s); words out."""
+        torch = _torch()
+        x = as_values(x, "x")
+        self._int_stage = x.dtype.kind == "i"
+        w = self._words(x, self._bound(x))
+        n, s = len(x), self.s
+        pad = (-n) % (s * s)
+        if pad:
+            w = torch.cat([w, w.new_zeros(pad)])
+        a = w.view(-1, s, s)
+        ones = torch.ones(s, s, dtype=w.dtype, device=w.device)
+        lower = torch.tril(ones, -1)
+        z = a @ self._upper(s, w.dtype) + lower @ (a @ ones)
+        return self._out_words(z.reshape(-1)[:n])
+
+    def revert(self, xhat, fhat, w):
+        """Stage (SSCR's REVERT, §4.1): z = xhat - w[fhat - 1] (fhat = 0: nothing
+        subtracted); words in, words out."""
+        torch = _torch()
+        xh = torch.from_numpy(np.ascontiguousarray(xhat)).to(self.device)
+        fh = torch.from_numpy(np.ascontiguousarray(fhat, dtype=np.int64)).to(self.device)
+        wv = torch.from_numpy(np.ascontiguousarray(w, dtype=np.asarray(xhat).dtype)).to(self.device)
+        take = wv[(fh - 1).clamp(min=0)] if len(wv) else torch.zeros_like(xh)
+        return (xh - torch.where(fh > 0, take, torch.zeros_like(xh))).cpu().numpy()
+
     def _block_bounds(self, n, blocks):
         tiles = -(-n // self.s)
         per = -(-tiles // blocks) if tiles else 0

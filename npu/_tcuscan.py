@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from mmvref._validate import as_flags, as_indptr, as_values
+from mmvref._validate import as_csr, as_flags, as_indptr, as_values
 
 from . import NpuUnavailableError, missing
 
@@ -222,6 +222,48 @@ class TcuscanBackend:
         z = self._np(self.module.run_row_scan(self._t(x), self.s))[: len(x)]
         return z.astype(np.int64) if z.dtype.kind == "i" else z
 
+    def block_scan(self, x):
+        """Stage: run_block_scan (every S^2-block on its own, Eq. 1); words out."""
+        x = as_values(x, "x")
+        self._refuse("run_block_scan", x, ("int8", "float16"))
+        if len(x) == 0:
+            return np.zeros(0, np.float32 if x.dtype == np.float16 else np.int64)
+        up, lo = self._constants(self.s, self._t(x[:0]).dtype)
+        z = self._np(self.module.run_block_scan(self._t(x), up, lo))
+        return z.astype(np.int64) if z.dtype.kind == "i" else z
+
+    def complete_rows(self, y, r, blocks):
+        """Stage: run_complete_rows. The kernel wants len(y) = blocks * rows * S
+        exactly: y is zero-padded to ``blocks`` blocks of ceil(tiles / blocks)
+        S-tiles each (the blocks of reduce_tiles), and trimmed after."""
+        y = np.asarray(y)
+        if y.dtype not in (np.int64, np.float32):
+            raise TypeError(f"run_complete_rows mishandles {y.dtype} words (it takes int64 or float32)")
+        n, s, blocks = len(y), self.s, int(blocks)
+        if n == 0:
+            return y.copy()
+        tiles = -(-n // s)
+        per = -(-tiles // blocks)  # tiles per block
+        padded = np.zeros(blocks * per * s, y.dtype)
+        padded[:n] = y
+        z = self._np(self.module.run_complete_rows(self._t(padded), self._t(np.asarray(r, y.dtype)), s, per))
+        return z[:n].astype(np.int64) if z.dtype.kind == "i" else z[:n]
+
+    def spmv(self, A, x):
+        """run_spmv (App. Alg. 4 on the device): fp16 data and x, fp32 out;
+        int16 is refused (the kernel narrows the products to int8)."""
+        indptr, indices, data, shape = A
+        x = as_values(x, "x")
+        indptr, indices, data = as_csr(indptr, indices, data, n_cols=len(x))
+        self._refuse("run_spmv", data, ("float16",))
+        self._refuse("run_spmv", x, ("float16",))
+        rows = len(indptr) - 1
+        if rows <= 0 or len(data) == 0:
+            return np.zeros(max(rows, 0), np.float32)
+        t_ptr = self._t(indptr.astype(np.int64)).to(self._torch.uint32)
+        return self._np(self.module.run_spmv(self._t(data), t_ptr, self._t(indices.astype(np.int32)),
+                                             self._t(x), self.s))
+
     def reduce_tiles(self, x, blocks):
         """Stage: run_reduce_tiles (blocks of whole S-tiles); words out."""
         x = as_values(x, "x")
@@ -255,7 +297,10 @@ _DTYPES = {
     "split_ind": ("int16", "float16"),
     "radix_sort": ("int16", "float16"),
     "argsort": ("int16", "float16"),
+    "spmv": _F16,
     "stage:row_scan": ("int8", "float16"),
+    "stage:block_scan": ("int8", "float16"),
+    "stage:complete_rows": ("int8", "float32"),
     "stage:reduce_tiles": ("int8", "float16"),
     "stage:csr_gather": _F16,
 }

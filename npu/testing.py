@@ -28,7 +28,14 @@ quirks, as read in the public sources (src/torch/*.h and tests/*.py):
 - run_radix_sort(x, S): fp16 or int16, ascending, stable -> (values, int32 indices);
 - run_reduce_tiles(x, tile_len, num_blocks): block b = tiles of tile_len,
   ceil(tiles / num_blocks) per block; fp16 -> fp32, int8 -> int32;
-- run_csr_gather(vals, cols, x): vals * x[cols], cols int32, fp16 -> fp32.
+- run_csr_gather(vals, cols, x): vals * x[cols], cols int32, fp16 -> fp32;
+- run_block_scan(x, upper, lower_strict): every S^2-block scanned on its own;
+- run_complete_rows(x, sums, tile_width, tile_height): MCScan phase II over
+  len(sums) equal blocks of tile_height rows of tile_width (len(x) must be
+  exactly that); int64 input runs the int32 kernel (int32 out), fp32 stays;
+- run_spmv(vals, indptr, cols, x, s): App. Alg. 4 (products, one scan, the
+  scan at the row ends, differences); indptr uint32; int16 products are
+  narrowed to int8 before the scan (a quirk); fp16 -> fp32.
 
 Wrong argument dtypes raise TypeError naming the kernel (a real launch would
 read garbage; the stand-in refuses so that a translation bug fails loudly).
@@ -186,6 +193,56 @@ def fake_tcuscan_ops():
         _need("run_csr_gather", x, f16)
         _need("run_csr_gather", cols, i32)
         return (vals.to(f32) * x.to(f32)[cols.to(torch.int64)])
+
+    def run_block_scan(x, upper, lower_strict):
+        S = upper.shape[0]
+        _check_s("run_block_scan", S)
+        _need("run_block_scan", x, f16, i8)
+        if upper.dtype != x.dtype or lower_strict.dtype != x.dtype:
+            raise TypeError(f"run_block_scan: upper / lower_strict must be {x.dtype}")
+        n = x.numel()
+        L = S * S
+        m = -(-n // L)
+        words = torch.zeros(m * L, dtype=torch.float64 if x.dtype == f16 else torch.int64)
+        words[:n] = x.to(words.dtype)
+        z = torch.cumsum(words.view(m, L), 1).reshape(-1)[:n]
+        return z.to(f32 if x.dtype == f16 else i32)
+
+    def run_complete_rows(x, sums, tile_width, tile_height):
+        # int64 input goes to the int32 kernel (int32 out); fp32 stays fp32
+        _need("run_complete_rows", x, torch.int64, f32)
+        n, blocks, w, h = x.numel(), sums.numel(), int(tile_width), int(tile_height)
+        if n != blocks * w * h:
+            raise ValueError(f"run_complete_rows: len(x) = {n} must be len(sums) * tile_width * tile_height "
+                             f"= {blocks * w * h}")
+        words = x.to(torch.float64 if x.dtype == f32 else torch.int64)
+        out = words.clone()
+        prefix = torch.cat([torch.zeros(1, dtype=words.dtype), torch.cumsum(sums.to(words.dtype), 0)[:-1]])
+        for b in range(blocks):
+            acc = prefix[b]
+            for r in range(h):
+                lo = (b * h + r) * w
+                out[lo:lo + w] = words[lo:lo + w] + acc
+                acc = out[lo + w - 1]
+        return out.to(f32 if x.dtype == f32 else i32)
+
+    def run_spmv(vals, indptr, cols, x, s):
+        # int16 products are narrowed to int8 before the scan (a quirk): only fp16 is wrapped
+        _check_s("run_spmv", s)
+        _need("run_spmv", vals, f16, i16)
+        _need("run_spmv", indptr, torch.uint32)
+        _need("run_spmv", cols, i32)
+        if vals.dtype == i16:
+            prod = (vals.to(torch.int64) * x.to(torch.int64)[cols.to(torch.int64)]).to(i8).to(torch.int64)
+            scanned = torch.cumsum(prod, 0)
+        else:
+            prod = run_csr_gather(vals, cols, x)
+            scanned = torch.cumsum(prod.to(torch.float64), 0).to(f32)  # the multi-core scan, fp32 out
+        ends = indptr.to(torch.int64)[1:] - 1
+        gathered = torch.where(ends >= 0, scanned[ends.clamp(min=0)] if scanned.numel() else
+                               torch.zeros(ends.numel(), dtype=scanned.dtype), torch.zeros((), dtype=scanned.dtype))
+        z = torch.diff(torch.cat([torch.zeros(1, dtype=scanned.dtype), gathered]))  # prefix differences
+        return z.to(f32 if vals.dtype == f16 else i32)
 
     fns = {k: v for k, v in locals().items() if k.startswith("run_")}
     fns["run_scan_multi_core_no_l2"] = run_scan_multi_core

@@ -16,7 +16,7 @@ from mmvref import golden  # noqa: E402
 from npu.testing import GARBAGE, CpuTcuscanBackend, fake_tcuscan_ops  # noqa: E402
 
 OPS = ["scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "compress", "split", "split_ind",
-       "radix_sort", "argsort"]
+       "radix_sort", "argsort", "spmv"]
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -49,8 +49,15 @@ def test_stages_equal_golden_stages():
     b = CpuTcuscanBackend(s=32)
     x = np.random.default_rng(1).integers(-128, 128, 1000).astype(np.int8)
     assert np.array_equal(b.row_scan(x), golden.row_scan(x.astype(np.int64), 32))
+    w = x.astype(np.int64)
+    assert np.array_equal(b.block_scan(x), golden.block_scan(w, 32))
     for blocks in (1, 3, 20):
-        assert np.array_equal(b.reduce_tiles(x, blocks), golden.reduce_tiles(x.astype(np.int64), 32, blocks))
+        r = golden.reduce_tiles(w, 32, blocks)
+        assert np.array_equal(b.reduce_tiles(x, blocks), r)
+        y = golden.row_scan(w, 32)
+        assert np.array_equal(b.complete_rows(y, r, blocks), golden.complete_rows(y, r, 32, blocks))
+    with pytest.raises(TypeError, match="run_spmv"):
+        b.spmv((np.array([0, 1]), np.array([0]), np.array([1], np.int16), (1, 1)), np.array([1], np.int16))
 
 
 def test_refusals_name_the_kernel():

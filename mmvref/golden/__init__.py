@@ -24,6 +24,7 @@ Stages (machine words in, words out; see ``to_words``): ``scan_words``,
 from ._words import DEFAULT_S, finish, flag_words, to_words
 from .arith import int_mult, matrix_product, mult, mult_words
 from .ascend_scan import (
+    block_scan,
     complete_rows,
     exclusive_shift,
     mc_scan,
@@ -75,7 +76,7 @@ __all__ = [
     "matrix_product", "spmv", "segment_sum_csr", "csr_gather", "gather_spmv", "handle_leading_zeros",
     # parallel-scan-ascend §4-§5
     "scan_u", "scan_ul1", "mc_scan", "scan_u_words", "scan_ul1_words", "mc_scan_words", "row_scan",
-    "propagate", "tile_scan_ul1", "reduce_sum", "reduce_tiles", "complete_rows", "exclusive_shift",
+    "propagate", "tile_scan_ul1", "block_scan", "reduce_sum", "reduce_tiles", "complete_rows", "exclusive_shift",
     "split", "split_ind", "radix_sort", "argsort", "topk", "weighted_sample", "top_p_sample",
     "split_positions", "radix_pass", "select_smallest", "inverse_transform",
 ]

@@ -8,7 +8,7 @@ shifted right by one, zero first), int8/16/32 accumulated in int32 results
 
 Stages: ``row_scan`` (MATMUL(x, U_s): every s-tile scanned by the cube unit),
 ``propagate`` (the vector unit's sequential carry over s-tiles), ``tile_scan_ul1``
-(Eq. 1 on one s^2-tile), ``reduce_sum`` (one block's ReduceSum), ``reduce_tiles``
+(Eq. 1 on one s^2-tile), ``block_scan`` (every s^2-tile by Eq. 1), ``reduce_sum`` (one block's ReduceSum), ``reduce_tiles``
 (MCScan phase I block reductions), ``complete_rows`` (MCScan phase II).
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ._words import DEFAULT_S, finish, max_abs_int, to_words
 __all__ = [
     "scan_u", "scan_ul1", "mc_scan",
     "scan_u_words", "scan_ul1_words", "mc_scan_words",
-    "row_scan", "propagate", "tile_scan_ul1", "reduce_sum", "reduce_tiles", "complete_rows", "exclusive_shift",
+    "row_scan", "propagate", "tile_scan_ul1", "block_scan", "reduce_sum", "reduce_tiles", "complete_rows", "exclusive_shift",
 ]
 
 
@@ -61,6 +61,16 @@ def tile_scan_ul1(t, s):
     c1 = mmv.matmul(t, mmv.ones(s, t.dtype))
     c2 = mmv.matmul(t, mmv.upper_ones(s, t.dtype))
     return mmv.add(c2, mmv.lmatmul(mmv.lower_strict(s, t.dtype), c1))
+
+
+def block_scan(x, s):
+    """The scan of every s^2-block on its own (ScanUL1, Alg. 2 lines 6-12, Eq. 1,
+    without the carry of lines 16-17); the kernel run_block_scan. Words in, out."""
+    y = np.empty_like(x)
+    tile = s * s
+    for b in range(0, len(x), tile):
+        y[b:b + tile] = tile_scan_ul1(x[b:b + tile], s)
+    return y
 
 
 def scan_ul1_words(x, s):
