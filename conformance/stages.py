@@ -65,9 +65,11 @@ def _csr_gather(draw, s, dtypes=None):
 
 @st.composite
 def _gather_spmv(draw, s, dtypes=None):
+    """A scanned product vector (int64 or fp32 words) and the CSR offsets."""
+    kind = S._dtype(draw, dtypes, ("int32", "float32"))
     indptr, indices, data, shape = draw(S.csr_matrices("int32", s, unsorted=False, duplicates=False))
     yhat = np.cumsum(np.abs(data.astype(np.int64)) % 100)
-    return (yhat, indptr)
+    return (yhat.astype(np.float32) if kind == "float32" else yhat, indptr)
 
 
 @st.composite

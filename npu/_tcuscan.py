@@ -53,7 +53,12 @@ class TcuscanBackend:
     ``module``: the kernels (default: import ``tcuscan_ops``, which needs
     torch_npu and CANN); ``device``: where tensors go (default: $NPU_DEVICE or
     "npu:0"); ``s``: the tiling parameter S (32, 64 or 128); ``variant``: the
-    default scan kernel ("single_core", "multi_core" or "multi_cube")."""
+    default scan kernel ("single_core", "multi_core" or "multi_cube").
+
+    Not wrapped (the op is absent, so conformance reports it skipped): topk
+    (run_topk_int16 wants the value range, run_topk_pivot_fp16 returns a pivot;
+    neither documents ties or output order), batched_scan, weighted and top-p
+    sampling, and the revert stage (run_seg_scan_mc_revert is undocumented)."""
 
     name = "tcuscan"
     overflow = "wrap"  # int32 accumulators on the device wrap around
@@ -264,6 +269,25 @@ class TcuscanBackend:
         return self._np(self.module.run_spmv(self._t(data), t_ptr, self._t(indices.astype(np.int32)),
                                              self._t(x), self.s))
 
+    def diff(self, z):
+        """Stage: run_diff (z(i) - z(i-1)); fp32 words only (the kernel would read
+        integer words as fp32)."""
+        z = np.asarray(z)
+        if z.dtype != np.float32:
+            raise TypeError(f"run_diff mishandles {z.dtype} words (it takes float16 or float32)")
+        return self._np(self.module.run_diff(self._t(z), len(z))) if len(z) else z.copy()
+
+    def gather_spmv(self, yhat, indptr):
+        """Stage: run_gather_spmv with the row ends indptr[1:] (int32): the scan at
+        every row end, 0 for leading empty rows; fp32 words."""
+        yhat = np.asarray(yhat)
+        if yhat.dtype != np.float32:
+            raise TypeError(f"run_gather_spmv mishandles {yhat.dtype} words (it takes float32)")
+        ends = np.asarray(indptr, dtype=np.int64)[1:].astype(np.int32)
+        if len(ends) == 0:
+            return np.zeros(0, np.float32)
+        return self._np(self.module.run_gather_spmv(self._t(yhat), self._t(ends), self.s))
+
     def reduce_tiles(self, x, blocks):
         """Stage: run_reduce_tiles (blocks of whole S-tiles); words out."""
         x = as_values(x, "x")
@@ -301,6 +325,8 @@ _DTYPES = {
     "stage:row_scan": ("int8", "float16"),
     "stage:block_scan": ("int8", "float16"),
     "stage:complete_rows": ("int8", "float32"),
+    "stage:diff": ("float16", "float32"),
+    "stage:gather_spmv": ("float32",),
     "stage:reduce_tiles": ("int8", "float16"),
     "stage:csr_gather": _F16,
 }

@@ -35,7 +35,11 @@ quirks, as read in the public sources (src/torch/*.h and tests/*.py):
   exactly that); int64 input runs the int32 kernel (int32 out), fp32 stays;
 - run_spmv(vals, indptr, cols, x, s): App. Alg. 4 (products, one scan, the
   scan at the row ends, differences); indptr uint32; int16 products are
-  narrowed to int8 before the scan (a quirk); fp16 -> fp32.
+  narrowed to int8 before the scan (a quirk); fp16 -> fp32;
+- run_diff(x, max_size=0): z = diff(cat([0], x)); fp16, else the fp32 kernel
+  (an integer buffer is read as fp32: garbage);
+- run_gather_spmv(values, idxs, tile_len): values[idxs - 1], 0 where idxs = 0
+  (idxs: the row-end offsets indptr[1:], int32).
 
 Wrong argument dtypes raise TypeError naming the kernel (a real launch would
 read garbage; the stand-in refuses so that a translation bug fails loudly).
@@ -243,6 +247,20 @@ def fake_tcuscan_ops():
                                torch.zeros(ends.numel(), dtype=scanned.dtype), torch.zeros((), dtype=scanned.dtype))
         z = torch.diff(torch.cat([torch.zeros(1, dtype=scanned.dtype), gathered]))  # prefix differences
         return z.to(f32 if vals.dtype == f16 else i32)
+
+    def run_diff(x, max_size=0):
+        # fp16 kernel, or the fp32 kernel for every other dtype (an int buffer would be read as fp32)
+        n = int(max_size) if max_size and max_size > 0 else x.numel()
+        if x.dtype not in (f16, f32):
+            return torch.diff(torch.cat([torch.zeros(1, dtype=i32), x.contiguous().view(i32)[:n]]).view(f32))
+        xs = x[:n]
+        return torch.diff(torch.cat([torch.zeros(1, dtype=x.dtype), xs]))
+
+    def run_gather_spmv(values, idxs, tile_len):
+        _need("run_gather_spmv", idxs, i32)
+        k = idxs.to(torch.int64) - 1
+        vals = values[k.clamp(min=0)] if values.numel() else torch.zeros(k.numel(), dtype=values.dtype)
+        return torch.where(k >= 0, vals, torch.zeros((), dtype=values.dtype))
 
     fns = {k: v for k, v in locals().items() if k.startswith("run_")}
     fns["run_scan_multi_core_no_l2"] = run_scan_multi_core

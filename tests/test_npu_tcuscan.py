@@ -56,6 +56,12 @@ def test_stages_equal_golden_stages():
         assert np.array_equal(b.reduce_tiles(x, blocks), r)
         y = golden.row_scan(w, 32)
         assert np.array_equal(b.complete_rows(y, r, blocks), golden.complete_rows(y, r, 32, blocks))
+    z = np.cumsum(np.random.default_rng(2).random(50)).astype(np.float32)
+    assert np.array_equal(b.diff(z), golden.diff(z))
+    ptr = np.array([0, 0, 3, 3, 10, 50])
+    assert np.array_equal(b.gather_spmv(z, ptr), golden.gather_spmv(z, ptr))
+    with pytest.raises(TypeError, match="run_diff"):
+        b.diff(np.arange(3))  # the kernel would read int64 words as fp32
     with pytest.raises(TypeError, match="run_spmv"):
         b.spmv((np.array([0, 1]), np.array([0]), np.array([1], np.int16), (1, 1)), np.array([1], np.int16))
 
@@ -94,6 +100,9 @@ def test_stand_in_reproduces_the_kernel_quirks():
     assert k.run_scan_multi_core(f32, 32).tolist() != [1.0, 3.0, 6.0]  # fp32 silently wrong
     assert k.run_scan_single_core(torch.ones(3, dtype=torch.int32), 32).tolist() == [GARBAGE] * 3
     assert k.run_row_scan(torch.ones(5, dtype=torch.int8), 32).numel() == 32  # padded to a whole tile
+    big = torch.tensor([100, 100], dtype=torch.int16)
+    assert k.run_spmv(big, torch.tensor([0, 1], dtype=torch.uint32), torch.tensor([0], dtype=torch.int32),
+                      big, 32).tolist() != [10000]  # int16 products narrowed to int8
     with pytest.raises(TypeError, match="run_compress"):
         k.run_compress(torch.ones(3, dtype=torch.float16), torch.ones(3, dtype=torch.bool), 32)
 
