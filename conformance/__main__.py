@@ -77,7 +77,8 @@ def _stage_report(backend, name, stage, s, examples, seed):
     return rep
 
 
-def run(name, ops, *, s, max_examples, seed, derandomize, policy, db, report_dir, progress=True, log=print):
+def run(name, ops, *, s, max_examples, seed, derandomize, policy, db, report_dir, progress=True, log=print,
+        explicit=True):
     backend = _resolve(name, s)
     s = getattr(backend, "s", s)
     fail_dir = (report_dir + "/failures") if report_dir else (db + "/failures" if db else None)
@@ -92,7 +93,8 @@ def run(name, ops, *, s, max_examples, seed, derandomize, policy, db, report_dir
         else:
             reports.append(runner.run_op(backend, name, op, s=s, max_examples=max_examples, seed=seed,
                                          derandomize=derandomize, policy=policy, db=db, failures_dir=fail_dir,
-                                         progress=_progress_printer(progress and sys.stdout.isatty())))
+                                         progress=_progress_printer(progress and sys.stdout.isatty()),
+                                         explicit=explicit))
         r = reports[-1]
         if progress and sys.stdout.isatty():
             sys.stdout.write("\r" + " " * 60 + "\r")
@@ -110,12 +112,17 @@ def mutation_score(base, ops, *, s, max_examples, seed, derandomize, log=print):
     rows = []
     for fname, fault in faults.FAULTS.items():
         todo = [op for op in ops if op in fault.ops]
-        reps = run(f"faulty:{fname}:{base}", todo, s=s, max_examples=max_examples, seed=seed,
-                   derandomize=derandomize, policy="derived", db=None, report_dir=None, progress=False,
-                   log=lambda *a: None)
-        caught = [r for r in reps if r.status == "fail"]
+        how = "generated"
+        for explicit in (False, True):  # generated (shrunk) inputs first; the explicit examples next
+            reps = run(f"faulty:{fname}:{base}", todo, s=s, max_examples=max_examples, seed=seed,
+                       derandomize=derandomize, policy="derived", db=None, report_dir=None, progress=False,
+                       log=lambda *a: None, explicit=explicit)
+            caught = [r for r in reps if r.status == "fail"]
+            if caught:
+                break
+            how = "explicit example"
         rows.append((fname, bool(caught), caught[0] if caught else None, todo))
-        log(f"  {fname:36s} {'detected' if caught else 'MISSED':9s} "
+        log(f"  {fname:36s} {('detected (' + how + ')') if caught else 'MISSED':30s} "
             + (f"[{caught[0].op}] {caught[0].counterexample[:150]}" if caught else f"(ops {todo})"))
     detected = sum(r[1] for r in rows)
     log(f"mutation score: {detected}/{len(rows)} faults detected")

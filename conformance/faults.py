@@ -79,7 +79,7 @@ def _fp16_accumulation(base, op, args, kw, s):
         return base.scan(*args, **kw)
     z = np.cumsum(x, dtype=np.float16)
     if kw.get("exclusive"):
-        z = np.concatenate([[np.float16(0)], z[:-1]])
+        z = np.concatenate([[np.float16(0)], z[:-1]])[: len(z)]
     return z.astype(np.float32)
 
 

@@ -125,7 +125,7 @@ def _describe(args, kwargs):
 
 
 def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, derandomize=False,
-           policy="derived", db=".conformance-db", failures_dir=None, progress=None):
+           policy="derived", db=".conformance-db", failures_dir=None, progress=None, explicit=True):
     """Check one op under Hypothesis; returns an OpReport."""
     if not _has(backend, op):
         return OpReport(op, backend_name, "skipped", message="backend has no such op")
@@ -154,7 +154,7 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
             last.update(args=args, kwargs=kwargs, msg=msg)
             raise AssertionError(msg)
 
-    for case in strategies.EXAMPLES.get(op, ()):
+    for case in strategies.EXAMPLES.get(op, ()) if explicit else ():
         prop = example(case)(prop)
     if seed is not None:
         prop = hyp_seed(seed)(prop)
