@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from mmvref import golden
+from mmvref import bounds, golden
 from mmvref.golden import to_words
 
 from . import strategies as S
@@ -103,13 +103,25 @@ STAGES = {
 }
 
 
+#: stages whose every output is a sum of x over one contiguous range: |out| <= n * max|x|
+#: (mmvref.bounds.scan, the contiguous-range lemma)
+_RANGE_SUM_STAGES = ("row_scan", "block_scan", "reduce_tiles")
+
+
 def check(stage, args, expected, actual, s):
     """None when a stage's output conforms: integers (words) exactly, dtype
-    included; floats within 2 (n + 2s) u sum|inputs| (every stage output is a
-    sum of at most n input terms; one rounding budget per side)."""
+    included, and within the bit bound of mmvref.bounds where the stage sums
+    ranges of x; floats within 2 (n + 2s) u sum|inputs| (every stage output is
+    a sum of at most n input terms; one rounding budget per side)."""
     expected, actual = np.asarray(expected), np.asarray(actual)
     if actual.dtype != expected.dtype or actual.shape != expected.shape:
         return f"{stage}: dtype/shape {actual.dtype}{actual.shape}, expected {expected.dtype}{expected.shape}"
+    x0 = np.asarray(args[0])
+    if stage in _RANGE_SUM_STAGES and x0.dtype.kind == "i" and x0.size and actual.size:
+        b = bounds.scan(x0.size, s, max(abs(int(x0.min())), abs(int(x0.max()))))
+        seen = max(abs(int(actual.min())), abs(int(actual.max())))
+        if seen > b.magnitude:
+            return f"{stage}: magnitude {seen} exceeds the bound {b.magnitude} ({b.bits} bits)"
     if expected.dtype.kind != "f":
         bad = np.flatnonzero(actual.ravel() != expected.ravel())
         if bad.size:

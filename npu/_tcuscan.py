@@ -158,10 +158,15 @@ class TcuscanBackend:
         ends = np.concatenate([f[1:], np.ones(1, np.int8)]).astype(np.int8)
         return self._np(self.module.run_seg_sum(self._t(x), self._t(ends), self.s))
 
-    def segment_sum_csr(self, x, indptr):
-        """run_seg_sum_single_core (the full offsets as uint32)."""
+    def segment_sum_csr(self, x, indptr, *, variant=None):
+        """run_seg_sum_single_core / _multi_core / _multi_cube (by ``variant``;
+        default: the backend's); the full offsets as uint32."""
         x = as_values(x, "x")
-        self._refuse("run_seg_sum_single_core", x, ("int8", "float16"))
+        variant = variant or self.variant
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+        kernel = f"run_seg_sum_{variant}"
+        self._refuse(kernel, x, ("float16",) if variant == "multi_cube" else ("int8", "float16"))
         ptr = as_indptr(indptr, "indptr", nnz=len(x))
         out_dt = np.float32 if x.dtype == np.float16 else np.int32
         if len(ptr) <= 1:
@@ -169,7 +174,10 @@ class TcuscanBackend:
         if len(x) == 0:
             return np.zeros(len(ptr) - 1, out_dt)
         t_ptr = self._t(ptr.astype(np.int64)).to(self._torch.uint32)
-        return self._np(self.module.run_seg_sum_single_core(self._t(x), t_ptr, self.s))
+        if variant == "multi_cube":
+            up, lo = self._constants(self.s, self._torch.float16)
+            return self._np(self.module.run_seg_sum_multi_cube(self._t(x), up, lo, t_ptr))
+        return self._np(getattr(self.module, kernel)(self._t(x), t_ptr, self.s))
 
     # ------------------------------------------------------------------ moves
 

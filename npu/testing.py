@@ -23,6 +23,8 @@ quirks, as read in the public sources (src/torch/*.h and tests/*.py):
   positions, differenced -> fp32 (with the multi-core int8 routing);
 - run_seg_sum_single_core(x, indptr, s): indptr uint32 (the full CSR offsets),
   fp16 -> fp32, int8 -> int32, one sum per segment, empty segments 0;
+  run_seg_sum_multi_core(x, indptr, s, segm_offsets=None) the same on all
+  cores; run_seg_sum_multi_cube(x, upper, lower_strict, indptr) fp16 only;
 - run_compress(x, mask, S), run_split(x, mask, S), run_split_ind(x, mask,
   indices_in, S): 2-byte data (fp16, int16), mask int8, indices int32;
 - run_radix_sort(x, S): fp16 or int16, ascending, stable -> (values, int32 indices);
@@ -153,6 +155,19 @@ def fake_tcuscan_ops():
         words = x.to(torch.float64) if x.dtype == f16 else x.to(torch.int64)
         c = torch.cat([torch.zeros(1, dtype=words.dtype), torch.cumsum(words, 0)])
         return (c[ptr[1:]] - c[ptr[:-1]]).to(f32 if x.dtype == f16 else i32)
+
+    def run_seg_sum_multi_core(x, indptr, s, segm_offsets=None):
+        # same contract as the single-core kernel (fp16 / int8, the full offsets); segm_offsets is an
+        # optional precomputed per-block search of indptr, recomputed when absent
+        return run_seg_sum_single_core(x, indptr, s)
+
+    def run_seg_sum_multi_cube(x, upper, lower_strict, indptr, segm_offsets=None):
+        S = upper.shape[0]
+        _check_s("run_seg_sum_multi_cube", S)
+        _need("run_seg_sum_multi_cube", x, f16)  # "x must be fp16"
+        if upper.dtype != f16 or lower_strict.dtype != f16:
+            raise TypeError("run_seg_sum_multi_cube: upper / lower_strict must be float16")
+        return run_seg_sum_single_core(x, indptr, S)
 
     def run_compress(x, mask, S):
         _check_s("run_compress", S)

@@ -45,6 +45,17 @@ def test_scan_variants(variant, n, seed, exclusive):
     assert got.dtype == np.int32 and np.array_equal(got, expected)
 
 
+@pytest.mark.parametrize("variant", ["single_core", "multi_core", "multi_cube"])
+def test_segment_sum_csr_variants(variant):
+    b = CpuTcuscanBackend(s=32, variant=variant)
+    x = (np.random.default_rng(3).integers(-4, 5, 2000) / 4).astype(np.float16)
+    ptr = np.array([0, 0, 5, 5, 1024, 1025, 2000, 2000])
+    np.testing.assert_array_equal(b.segment_sum_csr(x, ptr), golden.segment_sum_csr(x, ptr, 32))
+    if variant == "multi_cube":
+        with pytest.raises(TypeError, match="run_seg_sum_multi_cube"):
+            b.segment_sum_csr(np.ones(3, np.int8), [0, 3])
+
+
 def test_stages_equal_golden_stages():
     b = CpuTcuscanBackend(s=32)
     x = np.random.default_rng(1).integers(-128, 128, 1000).astype(np.int8)
