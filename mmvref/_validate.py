@@ -101,9 +101,11 @@ def check_overflow(overflow) -> str:
     return overflow
 
 
-def as_indptr(indptr, name: str = "indptr", nnz: int | None = None) -> np.ndarray:
+def as_indptr(indptr, name: str = "indptr", nnz: int | None = None, check_order: bool = True) -> np.ndarray:
     """Validate CSR/segment offsets: 1-D integers, starting at 0, non-decreasing,
-    ending at ``nnz`` when given. Returns an int64 array (no copy if already int64)."""
+    ending at ``nnz`` when given. Returns an int64 array (no copy if already int64).
+    ``check_order=False`` skips the O(m) monotonicity check, for callers that
+    check it inside their own (parallel) pass."""
     a = _asarray(indptr, name, empty_dtype=np.int64)
     if a.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got an array of shape {a.shape}")
@@ -114,7 +116,7 @@ def as_indptr(indptr, name: str = "indptr", nnz: int | None = None) -> np.ndarra
     a = a.astype(np.int64, copy=False)
     if a[0] != 0:
         raise ValueError(f"{name}[0] must be 0, got {a[0]}")
-    if a.shape[0] > 1:
+    if check_order and a.shape[0] > 1:
         d = np.diff(a)
         if (d < 0).any():
             i = int(np.argmax(d < 0))

@@ -213,3 +213,14 @@ def test_bad_indptr_errors():
         mmvref.segment_sum_csr(x, np.array([0.0, 4.0]))
     with pytest.raises(ValueError, match="mask"):
         mmvref.compress(x, np.array([0, 3, 0, 0], np.uint8))
+
+
+@pytest.mark.parametrize("where", [1, 5000, 19_999])
+def test_segment_sum_csr_rejects_unsorted_offsets_in_the_short_row_kernel(where):
+    """The short-row kernel checks the offsets itself (no separate pass): a single
+    decreasing offset anywhere is reported, with its position."""
+    x = np.arange(200_000, dtype=np.int32)
+    ptr = np.arange(0, 200_001, 10)
+    ptr[where] = ptr[where + 1] + 3
+    with pytest.raises(ValueError, match=rf"indptr\[{where}\] = .* > indptr\[{where + 1}\]"):
+        mmvref.segment_sum_csr(x, ptr)

@@ -289,6 +289,22 @@ def segmented_sum(x, flags, *, dtype=None, overflow="raise"):
 
 # ----------------------------------------------------------------------------- CSR segment sums
 
+def _check_indptr_order(ip, share):
+    """ValueError naming the first decreasing offset (one parallel pass)."""
+    m = ip.size - 1
+    if m <= 0:
+        return
+    T = numba.get_num_threads()
+    row_chunks = np.linspace(0, m, max(1, min(T * 4, m // 4096 + 1)) + 1).astype(np.int64)
+    first_bad = np.full(row_chunks.size - 1, -1, np.int64)
+    n_long = np.zeros(row_chunks.size - 1, np.int64)
+    K.indptr_scan(ip, row_chunks, share, first_bad, n_long)
+    bad = first_bad[first_bad >= 0]
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"indptr must be non-decreasing; indptr[{i}] = {ip[i]} > indptr[{i + 1}] = {ip[i + 1]}")
+
+
 def segment_sum_csr(x, indptr, *, dtype=None, overflow="raise"):
     """Sums of x over the segments x[indptr[r]:indptr[r+1]]; empty segments give 0.
 
@@ -298,33 +314,46 @@ def segment_sum_csr(x, indptr, *, dtype=None, overflow="raise"):
     """
     src = x
     x = _values(x)
-    ip = as_indptr(to_numpy(indptr, "indptr"), "indptr", nnz=x.size)
+    ip = as_indptr(to_numpy(indptr, "indptr"), "indptr", nnz=x.size, check_order=False)
     rdt = _result_dtype(x, dtype, "segment_sum_csr")
     check_overflow(overflow)
     m = ip.size - 1
-    out = np.zeros(m, dtype=rdt)
     n = x.size
-    if m == 0 or n == 0:
-        return like_input(out, src)
-    xk = _kernel_input(x, rdt)
     T = numba.get_num_threads()
-    tasks = max(1, min(T * 16, m, n // 1024 + 1))
-    cuts = np.searchsorted(ip, np.linspace(0, n, tasks + 1)[1:-1], side="right") - 1
-    rstarts = np.unique(np.concatenate([[0], np.clip(cuts, 0, m), [m]])).astype(np.int64)
     share = max(n // T, 1 << 16)
-    lengths = np.diff(ip)
-    long_rows = np.flatnonzero(lengths > share)
+    if m == 0 or n == 0:
+        _check_indptr_order(ip, share)
+        return like_input(np.zeros(m, dtype=rdt), src)
+    out = np.empty(m, dtype=rdt)  # every row is written below (kernels, then the long rows)
+    xk = _kernel_input(x, rdt)
+    tasks = max(1, min(T * 16, m, n // 1024 + 1))
+    # int64 queries: float ones would make numpy cast (copy) all of ip to float64
+    cuts = np.searchsorted(ip, np.linspace(0, n, tasks + 1)[1:-1].astype(np.int64), side="right") - 1
+    rstarts = np.unique(np.concatenate([[0], np.clip(cuts, 0, m), [m]])).astype(np.int64)
+    # A row longer than share (>= 2h) contains a multiple of h: only the rows holding those
+    # few points can be long, so no pass over all offsets is needed to find them.
+    h = max(share // 2, 1)
+    cand = np.unique(np.searchsorted(ip, np.arange(h, n, h, dtype=np.int64), side="right") - 1)
+    cand = cand[(cand >= 0) & (cand < m)]
+    long_rows = cand[(ip[cand + 1] - ip[cand]) > share]
+    short_path = rdt.kind != "f" and n < 32 * m and long_rows.size == 0
+    if not short_path:  # the other kernels trust the order: check it first (one parallel pass)
+        _check_indptr_order(ip, share)
     is_int = rdt.kind != "f"
     if is_int:
         mins = np.zeros(rstarts.size - 1, dtype=np.int64)
         maxs = np.zeros(rstarts.size - 1, dtype=np.int64)
-        if n < 32 * m and long_rows.size == 0:  # short rows: prefix differences
-            K.csr_sums_int_short(xk, ip, rstarts, out, mins, maxs)
+        if short_path:  # short rows: prefix differences; the kernel checks the order itself
+            bad = np.full(rstarts.size - 1, -1, np.int64)
+            K.csr_sums_int_short(xk, ip, rstarts, out, mins, maxs, bad)
+            if (bad >= 0).any():
+                _check_indptr_order(ip, share)  # names the first offending position
+                raise ValueError("indptr must be non-decreasing")
         else:
             K.csr_sums_int(xk, ip, rstarts, share, out, mins, maxs)
         lo_v, hi_v = int(mins.min()), int(maxs.max())
     else:
-        K.csr_sums_float(xk, ip, rstarts, share, out)
+        K.csr_sums_float(xk, ip, rstarts, share, out, rdt.type(0))
     for r in long_rows:  # a long row's elements are split across threads
         a, b = int(ip[r]), int(ip[r + 1])
         parts = np.linspace(a, b, T * 4 + 1).astype(np.int64)
