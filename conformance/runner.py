@@ -12,6 +12,9 @@ A backend may declare ``dtypes(op)`` (the value dtypes it accepts; only
 those are drawn) and may raise NotImplementedError for an input it declares
 outside its support (the example is discarded, not failed).
 
+A backend whose top-k keeps a kernel-defined choice among equal values
+declares ``topk_ties = "kernel"``: its values must be exact, its indices valid.
+
 Overflow contract: a backend declares ``overflow = "raise"`` (the default:
 where an integer result overflows its dtype it must raise OverflowError) or
 ``"wrap"`` (it must return the two's-complement wrap-around, bit-exact).
@@ -109,6 +112,15 @@ def one_example(backend, op, args, kwargs, *, s, policy="derived"):
                 f"input: {compare._input_summary(args)}")
     if isinstance(actual, tuple) != isinstance(expected, tuple):
         return f"returned {type(actual).__name__}, expected {type(expected).__name__}"
+    if op == "topk" and getattr(backend, "topk_ties", "documented") == "kernel":
+        # the kernel keeps its own choice among equal values: values exact, indices valid
+        msg = compare.check(op, args, kwargs, expected[0], actual[0], s=s, policy=policy)
+        idx, x = np.asarray(actual[1]), np.asarray(args[0])
+        if msg is None and (idx.dtype != np.int64 or len(set(idx.tolist())) != idx.size
+                            or (idx.size and (idx.min() < 0 or idx.max() >= x.size))
+                            or not np.array_equal(x[idx].view(np.uint8), np.asarray(actual[0]).view(np.uint8))):
+            msg = f"topk indices {idx.tolist()[:12]} do not point at the returned values (distinct, in range)"
+        return msg
     return compare.check(op, args, kwargs, expected, actual, s=s, policy=policy)
 
 

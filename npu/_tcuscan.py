@@ -55,10 +55,15 @@ class TcuscanBackend:
     "npu:0"); ``s``: the tiling parameter S (32, 64 or 128); ``variant``: the
     default scan kernel ("single_core", "multi_core" or "multi_cube").
 
-    Not wrapped (the op is absent, so conformance reports it skipped): topk
-    (run_topk_int16 wants the value range, run_topk_pivot_fp16 returns a pivot;
-    neither documents ties or output order), batched_scan, weighted and top-p
-    sampling, and the revert stage (run_seg_scan_mc_revert is undocumented)."""
+    topk wraps run_topk_int16 (int16, largest only); the kernel does not
+    document which of equal values it keeps or its output order, so the values
+    are sorted here and ``topk_ties = "kernel"`` tells the conformance suite
+    to hold the indices only to x[indices] == values (distinct, in range).
+    Not wrapped (the op is absent, so conformance reports it skipped):
+    batched_scan, weighted and top-p sampling, and the revert stage
+    (run_seg_scan_mc_revert is undocumented)."""
+
+    topk_ties = "kernel"
 
     name = "tcuscan"
     overflow = "wrap"  # int32 accumulators on the device wrap around
@@ -221,6 +226,31 @@ class TcuscanBackend:
         v, i = self.module.run_radix_sort(self._t(x), self.s)
         return self._np(v), self._np(i).astype(np.int64)
 
+    def topk(self, x, k, *, largest=True):
+        """run_topk_int16: x padded to a multiple of S^2 with int16's minimum
+        (padding can only be picked among equal minima, and is then swapped for
+        a real position holding that value); values sorted descending."""
+        x = as_values(x, "x")
+        self._refuse("run_topk_int16", x, ("int16",))
+        k = int(k)
+        if not 0 <= k <= len(x):
+            raise ValueError(f"k must be in [0, {len(x)}] (the length of x), got {k}")
+        if not largest:
+            raise NotImplementedError("run_topk_int16 selects the largest values only")
+        if k == 0:
+            return x[:0].copy(), np.zeros(0, np.int64)
+        lo = np.int16(np.iinfo(np.int16).min)
+        tile = self.s * self.s
+        padded = np.full(-(-len(x) // tile) * tile, lo, np.int16)
+        padded[: len(x)] = x
+        v, i = self.module.run_topk_int16(self._t(padded), k, int(lo), int(padded.max()), self.s)
+        v, i = self._np(v), self._np(i).astype(np.int64)
+        if (i >= len(x)).any():  # a padding slot won a tie with real minima: take unused real ones
+            spare = np.setdiff1d(np.flatnonzero(x == lo), i[i < len(x)])
+            i[i >= len(x)] = spare[: int((i >= len(x)).sum())]
+        order = np.argsort(-v.astype(np.int32), kind="stable")
+        return v[order], i[order]
+
     def argsort(self, x, *, descending=False):
         return self.radix_sort(x, descending=descending)[1]
 
@@ -329,6 +359,7 @@ _DTYPES = {
     "split_ind": ("int16", "float16"),
     "radix_sort": ("int16", "float16"),
     "argsort": ("int16", "float16"),
+    "topk": ("int16",),
     "spmv": _F16,
     "stage:row_scan": ("int8", "float16"),
     "stage:block_scan": ("int8", "float16"),

@@ -40,6 +40,9 @@ quirks, as read in the public sources (src/torch/*.h and tests/*.py):
   narrowed to int8 before the scan (a quirk); fp16 -> fp32;
 - run_diff(x, max_size=0): z = diff(cat([0], x)); fp16, else the fp32 kernel
   (an integer buffer is read as fp32: garbage);
+- run_topk_int16(x, k, x_min, x_max, S): int16, len(x) a multiple of S^2,
+  x_min <= x <= x_max; (values, int32 indices) of the k largest, in an order
+  and with a tie choice of the kernel's own (undocumented);
 - run_gather_spmv(values, idxs, tile_len): values[idxs - 1], 0 where idxs = 0
   (idxs: the row-end offsets indptr[1:], int32).
 
@@ -276,6 +279,18 @@ def fake_tcuscan_ops():
         k = idxs.to(torch.int64) - 1
         vals = values[k.clamp(min=0)] if values.numel() else torch.zeros(k.numel(), dtype=values.dtype)
         return torch.where(k >= 0, vals, torch.zeros((), dtype=values.dtype))
+
+    def run_topk_int16(x, k, x_min, x_max, S):
+        # the kernel tiles x into S^2-element tiles (num_tiles = n // S^2): n must be a multiple;
+        # x_min / x_max must bound the values; output order and ties are the kernel's (here torch.topk's)
+        S = _check_s("run_topk_int16", S)
+        _need("run_topk_int16", x, i16)
+        if x.numel() % (S * S):
+            raise ValueError(f"run_topk_int16: len(x) = {x.numel()} must be a multiple of S^2 = {S * S}")
+        if x.numel() and (int(x.min()) < int(x_min) or int(x.max()) > int(x_max)):
+            raise ValueError("run_topk_int16: x_min / x_max do not bound x")
+        v, i = torch.topk(x.to(torch.int32), int(k))
+        return v.to(i16), i.to(i32)
 
     fns = {k: v for k, v in locals().items() if k.startswith("run_")}
     fns["run_scan_multi_core_no_l2"] = run_scan_multi_core

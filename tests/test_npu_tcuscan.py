@@ -16,7 +16,7 @@ from mmvref import golden  # noqa: E402
 from npu.testing import GARBAGE, CpuTcuscanBackend, fake_tcuscan_ops  # noqa: E402
 
 OPS = ["scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "compress", "split", "split_ind",
-       "radix_sort", "argsort", "spmv"]
+       "radix_sort", "argsort", "spmv", "topk"]
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -91,6 +91,17 @@ def test_refusals_name_the_kernel():
         b.radix_sort(np.ones(4, np.int16), descending=True)
     with pytest.raises(ValueError, match="32, 64 or 128"):
         npu.TcuscanBackend(module=fake_tcuscan_ops(), device="cpu", s=16)
+
+
+def test_topk_pads_to_whole_tiles_and_keeps_real_positions():
+    b = CpuTcuscanBackend(s=32)
+    x = np.full(10, np.iinfo(np.int16).min, np.int16)  # every value ties with the padding
+    x[3] = 7
+    v, i = b.topk(x, 4)
+    assert v.tolist() == [7] + [int(np.iinfo(np.int16).min)] * 3
+    assert i[0] == 3 and len(set(i.tolist())) == 4 and (i < 10).all()
+    with pytest.raises(NotImplementedError, match="largest"):
+        b.topk(x, 2, largest=False)
 
 
 def test_constants_cached_per_s_dtype_device():
