@@ -11,13 +11,15 @@ from numba import njit
 
 
 @njit(cache=True)
-def matmul_rows(x, a, lo, hi, out):
+def matmul_rows(x, a, lo, hi, finite, out):
     """out = X @ A for X = x viewed row-major as ceil(n/s) x s, zero-padded.
 
     ``lo[k]:hi[k]`` is the range of columns where row k of A may be non-zero,
     so a banded or triangular A costs only its band. Products are accumulated
     over k in ascending order, in the word type of ``x`` (fp32 for fp16 data,
-    as the cube unit does). Padding positions of the product are dropped.
+    as the cube unit does). A zero x(k) skips row k only when that row is
+    finite (0 * inf = NaN must still happen). Padding positions of the product
+    are dropped.
     """
     s = a.shape[0]
     n = x.shape[0]
@@ -30,7 +32,7 @@ def matmul_rows(x, a, lo, hi, out):
         xr = x[base:base + m]
         for k in range(m):
             xk = xr[k]
-            if xk != 0:
+            if xk != 0 or not finite[k]:
                 ak = a[k]
                 for j in range(lo[k], hi[k]):
                     acc[j] += xk * ak[j]

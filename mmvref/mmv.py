@@ -186,14 +186,21 @@ def first_of_block(n, s):
 
 @functools.lru_cache(maxsize=256)
 def _band(a_bytes, s, dtype):
+    """Per row k of A: the column range [lo, hi) of its nonzeros, and whether
+    the row is all finite (a zero x(k) may skip a finite row only: 0 * inf and
+    0 * NaN are NaN, as on the hardware)."""
     a = np.frombuffer(a_bytes, dtype=dtype).reshape(s, s)
     lo = np.zeros(s, dtype=np.int64)
     hi = np.zeros(s, dtype=np.int64)
+    finite = np.ones(s, dtype=np.bool_)
     for k in range(s):
         nz = np.flatnonzero(a[k])
         if nz.size:
             lo[k], hi[k] = nz[0], nz[-1] + 1
-    return lo, hi
+        if a.dtype.kind == "f" and not np.isfinite(a[k]).all():
+            finite[k] = False
+            lo[k], hi[k] = 0, s  # every product is formed: non-finite entries propagate
+    return lo, hi, finite
 
 
 # --------------------------------------------------------------------------- MMU
@@ -213,9 +220,9 @@ def matmul(x, a):
     if x.ndim != 1:
         raise ValueError(f"x must be 1-D, got shape {x.shape}")
     a = a.astype(x.dtype, copy=False)
-    lo, hi = _band(np.ascontiguousarray(a).tobytes(), s, a.dtype)
+    lo, hi, finite = _band(np.ascontiguousarray(a).tobytes(), s, a.dtype)
     out = np.empty_like(x)
-    _k.matmul_rows(np.ascontiguousarray(x), np.ascontiguousarray(a), lo, hi, out)
+    _k.matmul_rows(np.ascontiguousarray(x), np.ascontiguousarray(a), lo, hi, finite, out)
     return _mmu("matmul", -(-x.shape[0] // s), out)
 
 

@@ -63,6 +63,8 @@ from .segscan import (
     seg_scan_words,
     update_first_segment,
 )
+from .spgemm import ISM_POLICIES, spgemm_esc, spgemm_gustavson, spgemm_ism
+from .spmm import column_segment_sums, gather_rows, spmm, spmm_tca, tca_fragment_product, tca_warps
 from .spmv import csr_gather, gather_spmv, handle_leading_zeros, segment_sum_csr, spmv
 
 # Segmented sum: SCD is the paper's segmented-sum algorithm (Alg. 2).
@@ -79,4 +81,7 @@ __all__ = [
     "propagate", "tile_scan_ul1", "block_scan", "reduce_sum", "reduce_tiles", "complete_rows", "exclusive_shift",
     "split", "split_ind", "radix_sort", "argsort", "topk", "weighted_sample", "top_p_sample",
     "split_positions", "radix_pass", "select_smallest", "inverse_transform",
+    # SpMM / SpGEMM (tca-spmm-tensor-cores, sparse-workspaces-compilation)
+    "spmm", "spmm_tca", "gather_rows", "column_segment_sums", "tca_warps", "tca_fragment_product",
+    "spgemm_esc", "spgemm_gustavson", "spgemm_ism", "ISM_POLICIES",
 ]
