@@ -4,7 +4,8 @@ Fast CPU ops (numpy in, numpy out; torch CPU tensors in, torch out):
 ``scan``, ``segmented_scan``, ``segmented_sum``, ``segment_sum_csr``,
 ``compress``, ``spmv``; and the scan-based operators of the Ascend scan paper
 ``batched_scan``, ``split``, ``split_ind``, ``radix_sort``, ``argsort``,
-``topk``, ``weighted_sample``, ``top_p_sample`` (semantics: DEVELOPERS.md).
+``topk``, ``weighted_sample``, ``top_p_sample`` (semantics: DEVELOPERS.md);
+``spmm`` and ``spgemm`` (sparse x dense, sparse x sparse).
 
 Golden model of the MMV-RAM algorithms, stage by stage: ``mmvref.golden``,
 built from the instructions of ``mmvref.mmv``; bit bounds in ``mmvref.bounds``;
@@ -22,6 +23,7 @@ from ._fast.scanops import (
     weighted_sample,
 )
 from ._fast.segops import compress, scan, segment_sum_csr, segmented_scan, segmented_sum
+from ._fast.sparse_products import spgemm, spmm
 from ._fast.spmv import spmv  # noqa: E402
 from .registry import REGISTRY
 
@@ -30,5 +32,6 @@ __version__ = "0.1.0"
 __all__ = [
     "scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "compress", "spmv",
     "batched_scan", "split", "split_ind", "radix_sort", "argsort", "topk", "weighted_sample", "top_p_sample",
+    "spmm", "spgemm",
     "golden", "mmv", "bounds", "registry", "REGISTRY", "__version__",
 ]

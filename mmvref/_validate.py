@@ -167,9 +167,9 @@ def check_weights(w: np.ndarray, name: str) -> None:
     if w.dtype.kind == "f":
         bad = ~np.isfinite(w)
         if bad.any():
-            i = np.unravel_index(int(np.argmax(bad)), w.shape)
+            i = tuple(int(v) for v in np.unravel_index(int(np.argmax(bad)), w.shape))
             raise ValueError(f"{name} must be finite; {name}{list(i)} = {w[i]}")
     neg = w < 0
     if neg.any():
-        i = np.unravel_index(int(np.argmax(neg)), w.shape)
+        i = tuple(int(v) for v in np.unravel_index(int(np.argmax(neg)), w.shape))
         raise ValueError(f"{name} must be non-negative; {name}{list(i)} = {w[i]}")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import mmv
+from .._dtypes import result_dtype
 from .._validate import as_csr
 from .scan import scan_words
 from .scan_operators import radix_sort
@@ -60,12 +61,21 @@ def _operands(A, B):
     if a[3][1] != b[3][0]:
         raise ValueError(f"shapes {a[3]} and {b[3]} do not multiply")
     dt = np.result_type(a[2].dtype, b[2].dtype)
+    result_dtype(dt)  # refuses dtypes outside the project's rule
     wd = np.int64 if dt.kind in "iub" else np.result_type(dt, np.float32)
     return a, b, np.dtype(wd)
 
 
-def _finish(rows, cols, vals, shape, dtype):
-    """Drop exact zeros, build indptr by counting then a prefix sum."""
+def _finish(rows, cols, vals, shape, dtype, in_dtype=None):
+    """Drop exact zeros, build indptr by counting then a prefix sum; values in
+    the project's result dtype (integers: OverflowError if one does not fit)."""
+    if in_dtype is not None:
+        rdt = result_dtype(in_dtype)
+        if rdt.kind == "i" and vals.size:
+            info = np.iinfo(rdt)
+            if vals.min() < info.min or vals.max() > info.max:
+                raise OverflowError(f"golden spgemm: a result overflows {rdt}")
+        dtype = rdt
     keep = vals != 0
     rows, cols, vals = rows[keep], cols[keep], vals[keep]
     counts = np.bincount(rows, minlength=shape[0]).astype(np.int64)
@@ -78,6 +88,7 @@ def _finish(rows, cols, vals, shape, dtype):
 def spgemm_esc(A, B):
     """C = A B by Expand, Sort, Compress (module docstring)."""
     (ap, ai, ad, (m, _)), (bp, bi, bd, (_, n)), wd = _operands(A, B)
+    in_dt = np.result_type(ad.dtype, bd.dtype)
     rows, cols, vals = [], [], []
     for i in range(m):  # Expand: every product with its (row, col)
         for q in range(ap[i], ap[i + 1]):
@@ -87,7 +98,7 @@ def spgemm_esc(A, B):
             cols.append(bi[seg])
             vals.append(mmv.mul(np.asarray(bd[seg], wd), wd.type(ad[q])))
     if not rows:
-        return _finish(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, wd), (m, n), wd)
+        return _finish(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, wd), (m, n), wd, in_dt)
     rows, cols, vals = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals).astype(wd)
     keys = rows * max(n, 1) + cols
     _, order = radix_sort(keys, 8, 3)  # Sort: the scan-based LSB radix sort
@@ -95,12 +106,13 @@ def spgemm_esc(A, B):
     heads = np.concatenate([[1], (keys[1:] != keys[:-1]).astype(np.int64)]) if len(keys) else keys
     sums = scd(vals, heads.astype(np.uint8), 8, overflow="wrap")  # segmented sum over equal keys
     ukeys = compress_words(keys, heads, 8)  # Compress: one key per run
-    return _finish(ukeys // max(n, 1), ukeys % max(n, 1), np.asarray(sums, wd), (m, n), wd)
+    return _finish(ukeys // max(n, 1), ukeys % max(n, 1), np.asarray(sums, wd), (m, n), wd, in_dt)
 
 
 def spgemm_gustavson(A, B):
     """C = A B row by row with a dense workspace (module docstring)."""
     (ap, ai, ad, (m, _)), (bp, bi, bd, (_, n)), wd = _operands(A, B)
+    in_dt = np.result_type(ad.dtype, bd.dtype)
     rows, cols, vals = [], [], []
     work = np.zeros(n, wd)
     occupied = np.zeros(n, np.int64)
@@ -122,8 +134,8 @@ def spgemm_gustavson(A, B):
             work[c_out] = 0
             occupied[c_out] = 0
     if not rows:
-        return _finish(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, wd), (m, n), wd)
-    return _finish(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), (m, n), wd)
+        return _finish(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, wd), (m, n), wd, in_dt)
+    return _finish(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), (m, n), wd, in_dt)
 
 
 def _merge(run_c, run_v, new_c, new_v):
@@ -208,6 +220,7 @@ def spgemm_ism(A, B, policy="hash", capacity=64):
     if capacity < 1:
         raise ValueError(f"capacity must be >= 1, got {capacity}")
     (ap, ai, ad, (m, _)), (bp, bi, bd, (_, n)), wd = _operands(A, B)
+    in_dt = np.result_type(ad.dtype, bd.dtype)
     ws = _Workspace(policy, capacity, n, wd)
     rows, cols, vals = [], [], []
     for i in range(m):
@@ -226,5 +239,5 @@ def spgemm_ism(A, B, policy="hash", capacity=64):
         cols.append(run_c)
         vals.append(run_v)
     if not rows:
-        return _finish(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, wd), (m, n), wd)
-    return _finish(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), (m, n), wd)
+        return _finish(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, wd), (m, n), wd, in_dt)
+    return _finish(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), (m, n), wd, in_dt)
