@@ -467,6 +467,10 @@ from .scan_family import OPS as _SCAN_FAMILY  # noqa: E402  (it builds on the he
 
 OPS.update(_SCAN_FAMILY)
 
+from .sparse_products import OPS as _SPARSE_PRODUCTS  # noqa: E402
+
+OPS.update(_SPARSE_PRODUCTS)
+
 
 def op_names():
     """The benchmarked ops, in the registry's order when the registry lists them."""

@@ -61,15 +61,17 @@ def _row_tasks(indptr, parts):
 def _spmm_rows(indptr, indices, data, D, out, tasks, zero):
     k = D.shape[1]
     for t in prange(tasks.size - 1):
-        acc = np.empty(k, out.dtype)
+        acc = np.empty(k, out.dtype)  # a private accumulator: no aliasing with D, stays in cache
         for r in range(tasks[t], tasks[t + 1]):
-            acc[:] = zero
+            for j in range(k):
+                acc[j] = zero
             for q in range(indptr[r], indptr[r + 1]):
                 v = data[q]
-                row = D[indices[q]]
-                for j in range(k):
-                    acc[j] += v * row[j]
-            out[r] = acc
+                c = indices[q]
+                for j in range(k):  # 2-D indexing, no array view per nonzero
+                    acc[j] += v * D[c, j]
+            for j in range(k):
+                out[r, j] = acc[j]
 
 
 def spmm(A, D, *, overflow="raise"):
