@@ -463,13 +463,6 @@ def _dd_spmv(indptr, indices, data, x):
 OPS = {b.name: b for b in (ScanBench(), SegScanBench(), SegSumBench(), SegSumCsrBench(), CompressBench(),
                            SpmvBench())}
 
-from .scan_family import OPS as _SCAN_FAMILY  # noqa: E402  (it builds on the helpers above)
-
-OPS.update(_SCAN_FAMILY)
-
-from .sparse_products import OPS as _SPARSE_PRODUCTS  # noqa: E402
-
-OPS.update(_SPARSE_PRODUCTS)
 
 
 def op_names():

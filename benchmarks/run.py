@@ -9,9 +9,13 @@ import time
 import numba
 import numpy as np
 
-from . import report
+from . import report, scan_family, sparse_products
 from .harness import Missing, Result, Skip, _our, copy_bandwidth, free, time_interleaved
 from .ops import FULL_N, OPS, QUICK_N, op_names
+
+# the benches built on ops.py's helpers in modules of their own (imported after ops.py is complete)
+OPS.update(scan_family.OPS)
+OPS.update(sparse_products.OPS)
 
 __all__ = ["main", "run"]
 

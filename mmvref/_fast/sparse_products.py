@@ -156,6 +156,23 @@ def _gustavson_count(ap, ai, bp, bi, n, tasks, counts, dense):
                 counts[r] = c
 
 
+@njit(cache=True)
+def _sort_small(a):
+    """In-place ascending sort: insertion sort for short rows (the common case,
+    no call into a general sort per row), np.sort's algorithm beyond 32."""
+    n = a.size
+    if n > 32:
+        a.sort()
+        return
+    for i in range(1, n):
+        v = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > v:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
+
+
 @njit(cache=True, parallel=True)
 def _gustavson_fill(ap, ai, ad, bp, bi, bd, n, tasks, cp, ci, cd, dense, zero):
     """Pass 2: every row's sorted distinct columns and their sums (zeros kept
@@ -179,7 +196,7 @@ def _gustavson_fill(ap, ai, ad, bp, bi, bd, n, tasks, cp, ci, cd, dense, zero):
                             c += 1
                         vals[j] += a * bd[p]
                 row_cols = ci[base:base + c]
-                row_cols.sort()
+                _sort_small(row_cols)
                 for i in range(c):
                     cd[base + i] = vals[row_cols[i]]
         else:
@@ -239,7 +256,10 @@ def spgemm(A, B, *, workspace="auto"):
         _gustavson_fill(ap, ai, np.ascontiguousarray(ad, dtype=wd), bp, bi, np.ascontiguousarray(bd, dtype=wd),
                         p, tasks, cp, ci, cd, dense, wd.type(0))
     cls = sps.csr_array if isinstance(A, getattr(sps, "csr_array", ())) else sps.csr_matrix
-    C = cls((cd.astype(rdt), ci.astype(np.int32 if p < 2**31 else np.int64), cp), shape=(m, p))
+    idx_t = np.int32 if max(p, int(cp[-1])) < 2**31 else np.int64
+    # built from parts already valid (sorted, in range): skip scipy's O(nnz) format check
+    C = cls((m, p), dtype=rdt)
+    C.data, C.indices, C.indptr = cd.astype(rdt, copy=False), ci.astype(idx_t), cp.astype(idx_t)
     if C.nnz and (cd == 0).any():
         C.eliminate_zeros()
     C.has_sorted_indices = True
