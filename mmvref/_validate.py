@@ -21,6 +21,7 @@ __all__ = [
     "check_overflow",
     "as_uniform",
     "check_weights",
+    "as_csr_matrix",
 ]
 
 OVERFLOW_MODES = ("raise", "wrap")
@@ -173,3 +174,23 @@ def check_weights(w: np.ndarray, name: str) -> None:
     if neg.any():
         i = tuple(int(v) for v in np.unravel_index(int(np.argmax(neg)), w.shape))
         raise ValueError(f"{name} must be non-negative; {name}{list(i)} = {w[i]}")
+
+
+def as_csr_matrix(A, name: str = "A"):
+    """A CSR operand -> (indptr int64, indices int64, data, (m, n)): a scipy CSR
+    matrix/array, or an (indptr, indices, data, shape) tuple (arrays may be
+    anything ``np.asarray`` takes); validated by ``as_csr``."""
+    if hasattr(A, "indptr") and hasattr(A, "indices") and hasattr(A, "data"):
+        if getattr(A, "format", "csr") != "csr":
+            raise TypeError(f"{name} must be CSR, got format {A.format!r}")
+        indptr, indices, data, shape = A.indptr, A.indices, A.data, A.shape
+    else:
+        try:
+            indptr, indices, data, shape = A
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be a scipy CSR matrix/array or (indptr, indices, data, shape)") from None
+    m, n = (int(v) for v in shape)
+    indptr, indices, data = as_csr(indptr, indices, data, n_cols=n)
+    if len(indptr) - 1 != m:
+        raise ValueError(f"{name}: indptr describes {len(indptr) - 1} rows but the shape says {m}")
+    return indptr, indices, np.asarray(data), (m, n)

@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._dtypes import result_dtype
-from .._validate import as_csr, check_overflow
+from .._validate import as_csr_matrix, check_overflow
 from ._io import like_input, to_numpy
 
 __all__ = ["spmm", "spgemm", "DENSE_MAX_COLS"]
@@ -31,21 +31,10 @@ DENSE_MAX_COLS = 1 << 22
 
 
 def _csr_parts(A, name):
-    if hasattr(A, "indptr") and hasattr(A, "indices") and hasattr(A, "data"):
-        if getattr(A, "format", "csr") != "csr":
-            raise TypeError(f"{name} must be CSR, got format {A.format!r}")
-        indptr, indices, data, shape = A.indptr, A.indices, A.data, A.shape
-    else:
-        try:
-            indptr, indices, data, shape = A
-        except (TypeError, ValueError):
-            raise TypeError(f"{name} must be a scipy CSR matrix/array or (indptr, indices, data, shape)") from None
-    m, n = (int(v) for v in shape)
-    indptr, indices, data = as_csr(to_numpy(indptr, "indptr"), to_numpy(indices, "indices"),
-                                   to_numpy(data, "data"), n_cols=n, data_name="data")
-    if len(indptr) - 1 != m:
-        raise ValueError(f"{name}: indptr describes {len(indptr) - 1} rows but the shape says {m}")
-    return indptr, indices, data, (m, n)
+    """as_csr_matrix, with torch CPU tensors in a tuple accepted."""
+    if isinstance(A, tuple) and len(A) == 4:
+        A = tuple(to_numpy(a, nm) for a, nm in zip(A[:3], ("indptr", "indices", "data"))) + (A[3],)
+    return as_csr_matrix(A, name)
 
 
 def _row_tasks(indptr, parts):

@@ -28,36 +28,18 @@ import numpy as np
 
 from .. import mmv
 from .._dtypes import result_dtype
-from .._validate import as_csr
+from .._validate import as_csr_matrix
 from .scan import scan_words
 from .scan_operators import radix_sort
 from .segmented import compress_words, scd
 
-__all__ = ["spgemm_esc", "spgemm_gustavson", "spgemm_ism", "as_csr_tuple", "ISM_POLICIES"]
+__all__ = ["spgemm_esc", "spgemm_gustavson", "spgemm_ism", "ISM_POLICIES"]
 
 ISM_POLICIES = ("coord", "hash", "bucket")
 
 
-def as_csr_tuple(A, name="A"):
-    """(indptr int64, indices int64, data, (m, n)) from a tuple or a scipy CSR."""
-    if hasattr(A, "indptr") and hasattr(A, "indices") and hasattr(A, "data"):
-        if getattr(A, "format", "csr") != "csr":
-            raise TypeError(f"{name} must be CSR, got format {A.format!r}")
-        indptr, indices, data, shape = A.indptr, A.indices, A.data, A.shape
-    else:
-        try:
-            indptr, indices, data, shape = A
-        except (TypeError, ValueError):
-            raise TypeError(f"{name} must be a scipy CSR matrix or (indptr, indices, data, shape)") from None
-    m, n = (int(v) for v in shape)
-    indptr, indices, data = as_csr(indptr, indices, data, n_cols=n)
-    if len(indptr) - 1 != m:
-        raise ValueError(f"{name}: indptr describes {len(indptr) - 1} rows but the shape says {m}")
-    return indptr, indices, np.asarray(data), (m, n)
-
-
 def _operands(A, B):
-    a, b = as_csr_tuple(A, "A"), as_csr_tuple(B, "B")
+    a, b = as_csr_matrix(A, "A"), as_csr_matrix(B, "B")
     if a[3][1] != b[3][0]:
         raise ValueError(f"shapes {a[3]} and {b[3]} do not multiply")
     dt = np.result_type(a[2].dtype, b[2].dtype)
