@@ -12,7 +12,7 @@ from mmvref.registry import REGISTRY
 __all__ = ["ARITHMETIC_OPS", "required", "check_magnitude"]
 
 #: ops whose intermediates are sums of the values (the others move values)
-ARITHMETIC_OPS = ("scan", "batched_scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "spmv")
+ARITHMETIC_OPS = ("scan", "batched_scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "spmv", "spmm")
 
 
 def _max_abs(a):
@@ -25,6 +25,13 @@ def required(op, args, s):
     bits) of ``op`` on integer ``args`` with tile size ``s``; None for float
     input or an op whose bound has no integer meaning."""
     spec = REGISTRY[op]
+    if op == "spgemm":
+        return None
+    if op == "spmm":
+        (ptr, ind, data, shape), D = args
+        if np.asarray(data).dtype.kind == "f":
+            return None
+        return spec.bound(len(data) * max(np.shape(D)[1], 1), s, _max_abs(data), _max_abs(D))
     if op == "spmv":
         (ptr, ind, data, shape), x = args
         if np.asarray(data).dtype.kind == "f":

@@ -29,6 +29,10 @@ stages actually combine for output i, which is where ops differ:
                          scales with everything before it, not with the segment
   spmv                   A_r = sum_{k <= end_r} |a_k x_col(k)| (App. Alg. 4: one
                          global scan of the products, then differences)
+  spmm                   as spmv per column, plus every earlier column's total
+                         (the golden model scans the k columns end to end)
+  spgemm                 compared as dense matrices; A = the sum of all |products|
+                         (coarse: the ESC golden sums runs by prefix differences)
 
 A bound built on the row's own magnitude would flag a correct prefix-difference
 kernel (float32 on a 1M-row matrix gives rows off by 48x relative); a loose
@@ -62,6 +66,12 @@ def _starts(f, n):
     return f
 
 
+def _csr(a):
+    from mmvref._validate import as_csr_matrix
+
+    return as_csr_matrix(a)
+
+
 def _magnitudes(op, args, kwargs, s, n_out):
     """A_i of the derived bound (see the module docstring), one per output."""
     if op in ("scan", "batched_scan"):
@@ -82,6 +92,17 @@ def _magnitudes(op, args, kwargs, s, n_out):
         x, ptr = np.asarray(args[0], dtype=np.float64), np.asarray(args[1], dtype=np.int64)
         p = np.concatenate([[0.0], _abs_prefix(x)])
         return p[ptr[1:]], len(x)
+    if op == "spmm":  # the k columns end to end, one global prefix: column j also carries columns < j
+        (ptr, ind, data, shape), D = args
+        t = np.abs(np.asarray(data, np.float64)[:, None] * np.asarray(D, np.float64)[np.asarray(ind, np.int64)])
+        col_tot = t.sum(axis=0)
+        before = np.concatenate([[0.0], np.cumsum(col_tot)[:-1]])
+        p = np.concatenate([np.zeros((1, t.shape[1])), np.cumsum(t, axis=0)])
+        return (p[np.asarray(ptr, np.int64)[1:]] + before[None, :]).reshape(-1), len(data) * max(t.shape[1], 1)
+    if op == "spgemm":  # a coarse bound: every entry within the sum of all |products|
+        (ap, ai, ad, _), (bp, bi, bd, _) = (_csr(a) for a in args)
+        total = sum(float(np.abs(ad[q]) * np.abs(bd[bp[ai[q]]:bp[ai[q] + 1]]).sum()) for q in range(len(ad)))
+        return np.full(n_out, total), max(len(ad) * 8, 1)
     if op == "spmv":
         (ptr, ind, data, shape), xv = args
         t = np.abs(np.asarray(data, np.float64) * np.asarray(xv, np.float64)[np.asarray(ind, np.int64)])

@@ -177,6 +177,28 @@ def _sample_geq(base, op, args, kw, s):
     return np.int64(np.argmax(c >= t))  # >= instead of >
 
 
+def _spmm_first_column(base, op, args, kw, s):
+    out = _np(base.spmm(*args, **kw)).copy()
+    if out.ndim == 2 and out.shape[1] > 1:
+        out[:, 1:] = out[:, :1]  # the tile's first column broadcast to all k
+    return out
+
+
+def _spgemm_last_wins(base, op, args, kw, s):
+    import scipy.sparse as sps
+
+    from mmvref._validate import as_csr_matrix
+
+    (ap, ai, ad, (m, _)), (bp, bi, bd, (_, n)) = as_csr_matrix(args[0], "A"), as_csr_matrix(args[1], "B")
+    dt = _np(base.spgemm(*args, **kw).toarray()).dtype
+    out = np.zeros((m, n), dt)
+    for r in range(m):  # a workspace that overwrites instead of accumulating
+        for q in range(ap[r], ap[r + 1]):
+            k = ai[q]
+            out[r, bi[bp[k]:bp[k + 1]]] = ad[q] * bd[bp[k]:bp[k + 1]]
+    return sps.csr_matrix(out)
+
+
 FAULTS = {f.name: f for f in (
     Fault("block_boundary_off_by_one", "scan: a tile's first element misses the carry from the tiles before",
           ("scan",), _block_boundary),
@@ -212,6 +234,10 @@ FAULTS = {f.name: f for f in (
           _compress_last),
     Fault("sample_uses_geq", "weighted_sample: the first c_i >= t instead of > t", ("weighted_sample",),
           _sample_geq),
+    Fault("spmm_first_column_broadcast", "spmm: every output column is the first one", ("spmm",),
+          _spmm_first_column),
+    Fault("spgemm_workspace_overwrites", "spgemm: the workspace overwrites instead of accumulating",
+          ("spgemm",), _spgemm_last_wins),
 )}
 
 

@@ -39,7 +39,7 @@ from . import bounds, compare, strategies
 __all__ = ["OpReport", "golden_result", "one_example", "run_op", "replay", "PROFILES", "OVERFLOW_OPS"]
 
 #: ops whose golden function and backends take ``overflow=``
-OVERFLOW_OPS = ("scan", "batched_scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "spmv")
+OVERFLOW_OPS = ("scan", "batched_scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "spmv", "spmm")
 
 #: example budgets: "default" for releases, "ci" derandomized and bounded
 PROFILES = {"default": dict(max_examples=100, derandomize=False),
@@ -71,15 +71,29 @@ def golden_result(op, args, kwargs, s, overflow="raise"):
     kw = dict(kwargs)
     if op in OVERFLOW_OPS:
         kw["overflow"] = overflow
-    if op == "spmv":
+    if op in ("spmv", "spmm"):
         (ptr, ind, data, _shape), x = args
         return spec.golden(ptr, ind, data, x, s, **kw)
+    if op == "spgemm":  # CSR out: compared as a dense matrix (see compare.check)
+        return _dense_csr(spec.golden(*args, **kw))
     return spec.golden(*args, s, **kw)
+
+
+def _dense_csr(c):
+    """A CSR result (scipy, or (indptr, indices, data, shape)) as a dense array of its dtype."""
+    if hasattr(c, "toarray"):
+        return c.toarray()
+    indptr, indices, data, (m, n) = c
+    out = np.zeros((m, n), np.asarray(data).dtype)
+    for r in range(m):
+        out[r, indices[indptr[r]:indptr[r + 1]]] += data[indptr[r]:indptr[r + 1]]
+    return out
 
 
 def _rdt(op, args):
     try:
-        return REGISTRY[op].result_dtype(np.asarray(args[0] if op != "spmv" else args[0][2]).dtype)
+        first = args[0][2] if isinstance(args[0], tuple) else args[0]
+        return REGISTRY[op].result_dtype(np.asarray(first).dtype)
     except Exception:
         return "its dtype"
 
@@ -97,6 +111,8 @@ def one_example(backend, op, args, kwargs, *, s, policy="derived"):
         return msg
     try:
         actual = getattr(backend, op)(*args, **kwargs)
+        if op == "spgemm":
+            actual = _dense_csr(actual)
     except NotImplementedError:
         reject()  # the backend declares this input outside what it supports (e.g. a kernel option it lacks)
     except OverflowError as exc:
@@ -206,7 +222,7 @@ def replay(backend, path):
 
 
 def _accepts(args, dtypes):
-    first = args[0][2] if isinstance(args[0], tuple) else args[0]
+    first = args[0][2] if isinstance(args[0], tuple) else args[0]  # a CSR operand: its data
     return np.asarray(first).dtype.name in dtypes
 
 

@@ -227,6 +227,39 @@ def _spmv(draw, s, dtypes=None):
 
 
 @st.composite
+def _spmm(draw, s, dtypes=None):
+    (A, _x), _ = draw(_spmv(s, dtypes))
+    k = draw(st.sampled_from([1, 3, 8, 9]))
+    dt = A[2].dtype
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    D = rng.integers(-50, 51, (A[3][1], k)).astype(dt)
+    return (A, D), {}
+
+
+@st.composite
+def _spgemm(draw, s, dtypes=None):
+    """Two CSR operands with matching inner size: empty, diagonal, sparse or random
+    (small integers, or integer-valued floats: exact in every summation order)."""
+    import scipy.sparse as sps
+
+    dt = _dtype(draw, dtypes, ("int8", "int16", "int32", "float32", "float64"))
+    m, n, p = (draw(st.integers(0, 2 * s)) for _ in range(3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+
+    def one(r, c):
+        kind = draw(st.sampled_from(["random", "empty", "diagonal"]))
+        d = np.zeros((r, c), np.int64)
+        if kind == "random":
+            d = rng.integers(-9, 10, (r, c)) * (rng.random((r, c)) < 0.3)
+        elif kind == "diagonal":
+            np.fill_diagonal(d, rng.integers(1, 9, min(r, c)))
+        M = sps.csr_matrix(d.astype(dt), shape=(r, c))
+        return (M.indptr.astype(np.int64), M.indices.astype(np.int32), M.data, (r, c))
+
+    return (one(m, n), one(n, p)), {}
+
+
+@st.composite
 def _batched(draw, s, dtypes=None):
     dt = _dtype(draw, dtypes)
     rows = draw(st.integers(0, 4))
@@ -300,6 +333,8 @@ STRATEGIES = {
     "segment_sum_csr": _csr_sum,
     "compress": lambda s, dtypes=None: _segmented(s, False, dtypes),
     "spmv": _spmv,
+    "spmm": _spmm,
+    "spgemm": _spgemm,
     "batched_scan": _batched,
     "split": _split,
     "split_ind": _split,
