@@ -155,6 +155,9 @@ def main(argv=None):
           f"interleaved rounds (at least {max(5, args.runs)} rounds and 0.3 s after one warm-up call) "
           f"and reports medians; vs <peer> = peer time / our time.\n")
     print(report.markdown([r for r in results if r.op != "copy"], copy_gbs, peer_order))
+    for name in names:  # benches with a memory section (spgemm workspaces)
+        if hasattr(OPS[name], "memory_report"):
+            print(f"\n## {name}: peak memory\n\n{OPS[name].memory_report(args.quick)}")
     if args.json:
         report.write_json(args.json, meta, results)
         print(f"results written to {args.json}")

@@ -108,6 +108,31 @@ def test_three_spgemms_equal_each_other_and_scipy(data, dtype):
         np.testing.assert_array_equal(dat, C.data)  # small integers (or integer-valued floats): exact
 
 
+@given(data=st.data(), shape=st.sampled_from([(1, 120, 1), (120, 1, 120), (2, 90, 3), (90, 2, 1), (1, 1, 150),
+                                                (150, 1, 1), (0, 40, 3), (3, 40, 0)]),
+       dtype=st.sampled_from(["int32", "float64"]))
+def test_three_spgemms_very_rectangular(data, shape, dtype):
+    """Outer products (n = 1), long inner dimensions with one or two rows, and
+    0-size results: every SpGEMM and ISM policy (capacities from 1) equals scipy."""
+    m, n, p = shape
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    density = data.draw(st.sampled_from([0.05, 0.5, 1.0]))
+    A = sp.csr_matrix((rng.integers(-4, 5, (m, n)) * (rng.random((m, n)) < density)).astype(dtype), shape=(m, n))
+    B = sp.csr_matrix((rng.integers(-4, 5, (n, p)) * (rng.random((n, p)) < density)).astype(dtype), shape=(n, p))
+    C = (A.astype(np.float64 if dtype == "float64" else np.int64) @ B.astype(
+        np.float64 if dtype == "float64" else np.int64)).tocsr()
+    C.sum_duplicates()
+    C.eliminate_zeros()
+    C.sort_indices()
+    cap = data.draw(st.integers(1, 8))
+    for ip, ind, dat, shp in [golden.spgemm_esc(A, B), golden.spgemm_gustavson(A, B)] + \
+            [golden.spgemm_ism(A, B, pol, cap) for pol in golden.ISM_POLICIES]:
+        assert shp == (m, p)
+        np.testing.assert_array_equal(ip, C.indptr)
+        np.testing.assert_array_equal(ind, C.indices)
+        np.testing.assert_array_equal(dat, C.data)
+
+
 def test_spgemm_edges_and_errors():
     Z = sp.csr_matrix((0, 5))
     for ip, ind, _dat, shape in (golden.spgemm_esc(Z, sp.csr_matrix((5, 3))),

@@ -1,255 +1,262 @@
 """Fast CPU SpMM and SpGEMM (Numba-parallel).
 
-``spmm(A, D)``: O = A D, rows in parallel (balanced by nonzeros), each row a
-k-wide accumulator (integers in int64, floats in the result dtype, in index
-order: |err_ij| <= gamma_{len_i} sum_q |a_iq D_qj|, as spmv).
+``spmm(A, D)``: O = A D, rows in parallel (balanced by nonzeros), each row's
+products added in index order into register accumulators (integers in int64
+words, floats in the result dtype), so that
+|err_ij| <= gamma_{len_i} sum_q |a_iq D_qj| (as spmv); float results equal
+scipy's bit for bit, which adds in the same order (``_spmm_kernels``).
 
-``spgemm(A, B, workspace="auto")``: C = A B, row-wise Gustavson in two passes
-(count, prefix-sum the counts into indptr, fill), rows in parallel. Workspace
-rule: "dense" (values and a last-row marker of n_cols entries per thread; the
-touched columns of a row sorted at the end) when n_cols <= DENSE_MAX_COLS,
-else "sparse" (the row's (col, value) products gathered, sorted by column,
-equal columns summed: Insert-Sort-Merge with one coordinate run); the keyword
-overrides. Result: sorted column indices, duplicates summed, entries that
-cancel to exactly zero dropped (as scipy and the golden SpGEMMs). Returns a
-scipy.sparse.csr_matrix (or csr_array when given one).
+``spgemm(A, B, workspace="auto")``: C = A B, row-wise Gustavson, rows in
+parallel. Workspace rule: ``"dense"`` (a value and a row marker per column of
+B, per thread: 12 bytes x n_cols with 4-byte markers) when
+n_cols <= DENSE_MAX_COLS, else ``"sparse"`` (the row's products appended as
+(column, value) pairs, stably sorted by column, equal columns summed:
+Insert-Sort-Merge with the Coord policy); the keyword overrides. Rows are
+staged at an upper bound of their length (the row's number of products) and
+compacted once, so every product is visited once; when that staging would
+exceed STAGING_MAX_BYTES, a counting pass sizes the rows first (two visits, no
+staging). Result: sorted column indices, duplicates summed, entries that are
+exactly zero dropped (as scipy and the golden SpGEMMs); float sums in product
+order, so the two workspaces agree bit for bit.
+
+The CSR operands are read as given (int32 or int64 indices, no copy); their
+validation is fused into the kernels' passes (``_csr_input``).
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange
 
 from .._dtypes import result_dtype
-from .._validate import as_csr_matrix, check_overflow
+from .._validate import as_values, check_overflow
+from . import _spgemm_kernels as KG
+from . import _spmm_kernels as KM
+from ._csr_input import csr_parts, index_arrays, raise_invalid
 from ._io import like_input, to_numpy
 
-__all__ = ["spmm", "spgemm", "DENSE_MAX_COLS"]
+__all__ = ["spmm", "spgemm", "DENSE_MAX_COLS", "STAGING_MAX_BYTES"]
 
-#: the dense workspace is used up to this many columns (8 B values + 8 B marker each, per thread)
+#: the dense workspace is used up to this many columns (value + 4- or 8-byte marker each, per thread)
 DENSE_MAX_COLS = 1 << 22
+#: staging buffers (products x (index + value) bytes) above this size: count first instead
+STAGING_MAX_BYTES = 1 << 30
+#: a row costs as much as this many products when balancing the tasks
+ROW_COST = 2
 
 
-def _csr_parts(A, name):
-    """as_csr_matrix, with torch CPU tensors in a tuple accepted."""
-    if isinstance(A, tuple) and len(A) == 4:
-        A = tuple(to_numpy(a, nm) for a, nm in zip(A[:3], ("indptr", "indices", "data"))) + (A[3],)
-    return as_csr_matrix(A, name)
-
-
-def _row_tasks(indptr, parts):
-    m = len(indptr) - 1
-    nnz = int(indptr[-1])
-    cuts = np.searchsorted(indptr, np.linspace(0, nnz, parts + 1)[1:-1].astype(np.int64), side="right") - 1
+def _tasks(cost_ptr, parts):
+    """Row boundaries of ``parts`` tasks of about equal cost; cost_ptr[r] = cost before row r."""
+    m = len(cost_ptr) - 1
+    total = int(cost_ptr[-1])
+    if m == 0:
+        return np.zeros(1, np.int64)
+    cuts = np.searchsorted(cost_ptr, np.linspace(0, total, parts + 1)[1:-1], side="right") - 1
     return np.unique(np.concatenate([[0], np.clip(cuts, 0, m), [m]])).astype(np.int64)
+
+
+def _operand(A, name):
+    """(indptr, indices, data, (m, n)) as given (no copy), O(1) checks only."""
+    indptr, indices, data, (m, n) = csr_parts(A, name)
+    data = np.ascontiguousarray(as_values(to_numpy(data, f"{name}.data"), f"{name}.data"))
+    indptr, indices = index_arrays(indptr, indices, data, m, n, name)
+    return indptr, indices, data, (m, n)
 
 
 # ----------------------------------------------------------------------------- SpMM
 
-@njit(cache=True, parallel=True)
-def _spmm_rows(indptr, indices, data, D, out, tasks, zero):
-    k = D.shape[1]
-    for t in prange(tasks.size - 1):
-        acc = np.empty(k, out.dtype)  # a private accumulator: no aliasing with D, stays in cache
-        for r in range(tasks[t], tasks[t + 1]):
-            for j in range(k):
-                acc[j] = zero
-            for q in range(indptr[r], indptr[r + 1]):
-                v = data[q]
-                c = indices[q]
-                for j in range(k):  # 2-D indexing, no array view per nonzero
-                    acc[j] += v * D[c, j]
-            for j in range(k):
-                out[r, j] = acc[j]
-
-
 def spmm(A, D, *, overflow="raise"):
-    """O = A D for CSR A (scipy CSR or (indptr, indices, data, shape)) and dense
-    D (n x k, numpy or torch CPU). Result dtype: the project rule on
-    np.result_type(A.data, D); integer overflow raises unless overflow="wrap"."""
+    """O = A D for CSR A and dense D.
+
+    Parameters
+    - A: scipy.sparse CSR matrix/array, torch sparse CSR CPU tensor or
+      ``(indptr, indices, data, shape)``; unsorted and repeated column
+      indices allowed (repeats summed); int32 or int64 indices used as given.
+    - D: 2-D, ``shape[1]`` rows, k columns; numpy, array-like or torch CPU.
+    - overflow: integers only: ``"raise"`` (default) raises OverflowError when
+      an exact entry does not fit the result dtype, ``"wrap"`` wraps.
+
+    Returns an (m, k) array (a torch tensor when D is one). Result dtype: the
+    project rule on ``np.result_type(A.data, D)`` (int8/16/32 -> int32, int64,
+    float16 -> float32, float32/float64 kept). Floats: each entry's products
+    in index order, |err_ij| <= gamma_{len_i} sum_q |a_iq D_qj| with
+    gamma_l = l u / (1 - l u). Integers exact (int64 words; entries whose
+    bound reaches 2**63 recomputed with Python integers). Empty rows give 0.
+    Invalid structure raises ValueError naming indptr or indices.
+    """
     src = D
     check_overflow(overflow)
-    indptr, indices, data, (m, n) = _csr_parts(A, "A")
-    D = to_numpy(D, "D")
-    D = np.asarray(D)
-    if D.ndim != 2 or D.shape[0] != n:
-        raise ValueError(f"D must be 2-D with {n} rows (A has {n} columns), got shape {D.shape}")
+    indptr, indices, data, (m, n) = _operand(A, "A")
+    D = as_values(to_numpy(D, "D"), "D", ndim=2)
+    if D.shape[0] != n:
+        raise ValueError(f"D must have {n} rows (A has {n} columns), got shape {D.shape}")
     dt = np.result_type(data, D)
     rdt = result_dtype(dt)
     k = D.shape[1]
-    if dt.kind == "f":
-        wd = rdt
-    else:
-        wd = np.dtype(np.int64)
-    out = np.zeros((m, k), wd)
-    if m and k and len(data):
-        Dw = np.ascontiguousarray(D, dtype=wd)
-        tasks = _row_tasks(indptr, numba.get_num_threads() * 4)
-        _spmm_rows(indptr, indices, np.ascontiguousarray(data, dtype=wd), Dw, out, tasks, wd.type(0))
+    wd = rdt if dt.kind == "f" else np.dtype(np.int64)
+    nnz = data.shape[0]
+    if nnz and n == 0:
+        raise_invalid(indptr, indices, data, n)
+    if m == 0 or k == 0 or nnz == 0:
+        return like_input(np.zeros((m, k), rdt), src)
+    out = np.empty(m * k, wd)
+    Dw = np.ascontiguousarray(D, dtype=wd).reshape(-1)
+    tasks = _tasks(indptr, numba.get_num_threads() * 4)
+    bad = np.zeros(tasks.size - 1, np.bool_)
+    KM.rows(indptr, indices, np.ascontiguousarray(data, dtype=wd), Dw, k, n, out, tasks, wd.type(0), bad)
+    if bad.any():
+        raise_invalid(indptr, indices, data, n)
+    out = out.reshape(m, k)
     if dt.kind != "f":
-        ma = max(abs(int(data.min())), abs(int(data.max()))) if len(data) else 0
-        mx = max(abs(int(D.min())), abs(int(D.max()))) if D.size else 0
-        lens = np.diff(indptr)
-        if len(lens) and int(lens.max()) * ma * mx >= 2**63:  # int64 words may have wrapped: exact
-            exact = (np.zeros((m, k), dtype=object) if m else np.zeros((0, k), object))
-            for r in range(m):
-                for q in range(indptr[r], indptr[r + 1]):
-                    exact[r] += int(data[q]) * D[indices[q]].astype(object)
-            vals = exact
-        else:
-            vals = out
-        info = np.iinfo(rdt)
-        if overflow == "raise" and vals.size and (vals.min() < info.min or vals.max() > info.max):
-            raise OverflowError(f"spmm: a result overflows {rdt}; pass overflow='wrap'")
-        out = (np.asarray(vals, dtype=object) % (1 << 64)).astype(np.uint64).view(np.int64).astype(rdt) \
-            if vals is not out else out.astype(rdt)
+        out = _spmm_int_result(out, indptr, indices, data, D, rdt, overflow)
     return like_input(out, src)
 
 
-# ----------------------------------------------------------------------------- SpGEMM
-
-@njit(cache=True, parallel=True)
-def _gustavson_count(ap, ai, bp, bi, n, tasks, counts, dense):
-    """Pass 1: the number of distinct columns of every row of A B."""
-    for t in prange(tasks.size - 1):
-        if dense:
-            mark = np.full(n, -1, np.int64)
-            for r in range(tasks[t], tasks[t + 1]):
-                c = 0
-                for q in range(ap[r], ap[r + 1]):
-                    kk = ai[q]
-                    for p in range(bp[kk], bp[kk + 1]):
-                        j = bi[p]
-                        if mark[j] != r:
-                            mark[j] = r
-                            c += 1
-                counts[r] = c
-        else:
-            for r in range(tasks[t], tasks[t + 1]):
-                tot = 0
-                for q in range(ap[r], ap[r + 1]):
-                    kk = ai[q]
-                    tot += bp[kk + 1] - bp[kk]
-                cols = np.empty(tot, np.int64)
-                w = 0
-                for q in range(ap[r], ap[r + 1]):
-                    kk = ai[q]
-                    for p in range(bp[kk], bp[kk + 1]):
-                        cols[w] = bi[p]
-                        w += 1
-                cols.sort()
-                c = 0
-                for i in range(tot):
-                    if i == 0 or cols[i] != cols[i - 1]:
-                        c += 1
-                counts[r] = c
+def _spmm_int_result(out, indptr, indices, data, D, rdt, overflow):
+    """int64 words -> the result dtype: exact check (Python integers where int64 may have wrapped)."""
+    m, k = out.shape
+    ma = max(abs(int(data.min())), abs(int(data.max())))
+    mx = max(abs(int(D.min())), abs(int(D.max()))) if D.size else 0
+    longest = int(np.diff(indptr).max())
+    info = np.iinfo(rdt)
+    if longest * ma * mx < 2**63:  # the int64 words are the exact values
+        if overflow == "raise" and (out.min() < info.min or out.max() > info.max):
+            raise OverflowError(f"spmm: a result overflows {rdt}; pass overflow='wrap'")
+        return out.astype(rdt)
+    if overflow == "raise":
+        Do = D.astype(object)
+        for r in range(m):
+            exact = sum((int(data[q]) * Do[int(indices[q])] for q in range(indptr[r], indptr[r + 1])),
+                        np.zeros(k, object))
+            if any(v < info.min or v > info.max for v in exact):
+                raise OverflowError(f"spmm: row {r} of the result overflows {rdt}; pass overflow='wrap'")
+    return out.astype(rdt)  # int64 words are exact modulo 2**64: narrowing wraps like hardware
 
 
-@njit(cache=True)
-def _sort_small(a):
-    """In-place ascending sort: insertion sort for short rows (the common case,
-    no call into a general sort per row), np.sort's algorithm beyond 32."""
-    n = a.size
-    if n > 32:
-        a.sort()
+# ----------------------------------------------------------------------------- SpGEMM: structure
+
+def _validate(indptr, indices, data, ncols, name):
+    m = len(indptr) - 1
+    if m == 0:
         return
-    for i in range(1, n):
-        v = a[i]
-        j = i - 1
-        while j >= 0 and a[j] > v:
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = v
+    chunks = np.linspace(0, m, min(m, numba.get_num_threads() * 4) + 1).astype(np.int64)
+    bad = np.zeros(chunks.size - 1, np.bool_)
+    KG.check_structure(indptr, indices, ncols, chunks, bad)
+    if bad.any():
+        raise_invalid(indptr, indices, data, ncols, name)
 
 
-@njit(cache=True, parallel=True)
-def _gustavson_fill(ap, ai, ad, bp, bi, bd, n, tasks, cp, ci, cd, dense, zero):
-    """Pass 2: every row's sorted distinct columns and their sums (zeros kept
-    here; the caller drops them)."""
-    for t in prange(tasks.size - 1):
-        if dense:
-            mark = np.full(n, -1, np.int64)
-            vals = np.zeros(n, cd.dtype)
-            for r in range(tasks[t], tasks[t + 1]):
-                base = cp[r]
-                c = 0
-                for q in range(ap[r], ap[r + 1]):
-                    kk = ai[q]
-                    a = ad[q]
-                    for p in range(bp[kk], bp[kk + 1]):
-                        j = bi[p]
-                        if mark[j] != r:
-                            mark[j] = r
-                            vals[j] = zero
-                            ci[base + c] = j
-                            c += 1
-                        vals[j] += a * bd[p]
-                row_cols = ci[base:base + c]
-                _sort_small(row_cols)
-                for i in range(c):
-                    cd[base + i] = vals[row_cols[i]]
-        else:
-            for r in range(tasks[t], tasks[t + 1]):
-                tot = 0
-                for q in range(ap[r], ap[r + 1]):
-                    kk = ai[q]
-                    tot += bp[kk + 1] - bp[kk]
-                cols = np.empty(tot, np.int64)
-                pv = np.empty(tot, cd.dtype)
-                w = 0
-                for q in range(ap[r], ap[r + 1]):
-                    kk = ai[q]
-                    a = ad[q]
-                    for p in range(bp[kk], bp[kk + 1]):
-                        cols[w] = bi[p]
-                        pv[w] = a * bd[p]
-                        w += 1
-                order = np.argsort(cols, kind="mergesort")  # stable: sums in product order
-                base = cp[r]
-                c = -1
-                for i in range(tot):
-                    j = cols[order[i]]
-                    if c < 0 or ci[base + c] != j:
-                        c += 1
-                        ci[base + c] = j
-                        cd[base + c] = zero
-                    cd[base + c] += pv[order[i]]
+def spgemm(A, B, *, workspace="auto", overflow="raise"):
+    """C = A B for CSR A (m x n) and B (n x p).
 
-
-def spgemm(A, B, *, workspace="auto"):
-    """C = A B for CSR A (m x n) and B (n x p), scipy in, scipy out (see the
-    module docstring for the workspace rule, sorting, duplicates and zeros).
-    Integers: int64 words, results in the project's dtype without an overflow
-    check beyond int64 (int8/16/32 products of such sizes fit)."""
+    A, B: scipy.sparse CSR matrices/arrays, torch sparse CSR CPU tensors or
+    ``(indptr, indices, data, shape)`` tuples (any column order, repeats
+    allowed). Returns a scipy ``csr_array`` when A is one, else a
+    ``csr_matrix``, with sorted column indices, duplicates summed and exact
+    zeros dropped; int32 index arrays when they fit. ``workspace``: "auto"
+    (dense up to DENSE_MAX_COLS columns of B, else sparse), "dense" or
+    "sparse". Result dtype: the project rule on the promoted value dtype.
+    Floats: each entry is the sum of its products in product order (A's row
+    order, then B's). Integers exact: int64 words, a result outside the result
+    dtype raises OverflowError unless ``overflow="wrap"`` (two's complement).
+    """
     import scipy.sparse as sps
 
     if workspace not in ("auto", "dense", "sparse"):
         raise ValueError(f"workspace must be 'auto', 'dense' or 'sparse', got {workspace!r}")
-    ap, ai, ad, (m, n) = _csr_parts(A, "A")
-    bp, bi, bd, (n2, p) = _csr_parts(B, "B")
+    check_overflow(overflow)
+    ap, ai, ad, (m, n) = _operand(A, "A")
+    bp, bi, bd, (n2, p) = _operand(B, "B")
     if n != n2:
         raise ValueError(f"shapes {(m, n)} and {(n2, p)} do not multiply")
+    _validate(ap, ai, ad, n, "A")
+    _validate(bp, bi, bd, p, "B")
     dt = np.result_type(ad.dtype, bd.dtype)
     rdt = result_dtype(dt)
     wd = rdt if dt.kind == "f" else np.dtype(np.int64)
     dense = workspace == "dense" or (workspace == "auto" and p <= DENSE_MAX_COLS)
-    tasks = _row_tasks(ap, numba.get_num_threads() * 8) if m else np.zeros(1, np.int64)
-    counts = np.zeros(m, np.int64)
+    auto = workspace == "auto"  # rows of at most RANK_MAX products by the coordinate list, also when dense
+    ad = np.ascontiguousarray(ad, dtype=wd)
+    bd = np.ascontiguousarray(bd, dtype=wd)
+    mark_proto = np.zeros(0, np.int32 if m < 2**31 else np.int64)
+
+    prods = np.zeros(m, np.int64)
     if m:
-        _gustavson_count(ap, ai, bp, bi, p, tasks, counts, dense)
-    cp = np.zeros(m + 1, np.int64)
-    np.cumsum(counts, out=cp[1:])
-    ci = np.empty(int(cp[-1]), np.int64)
-    cd = np.empty(int(cp[-1]), wd)
-    if m and cp[-1]:
-        _gustavson_fill(ap, ai, np.ascontiguousarray(ad, dtype=wd), bp, bi, np.ascontiguousarray(bd, dtype=wd),
-                        p, tasks, cp, ci, cd, dense, wd.type(0))
+        KG.row_products(ap, ai, bp, prods)
+    pptr = np.zeros(m + 1, np.int64)
+    np.cumsum(prods, out=pptr[1:])
+    total = int(pptr[-1])
+    idx_t = np.dtype(np.int32 if max(p, total) < 2**31 else np.int64)
+    cost = pptr + ROW_COST * np.arange(m + 1, dtype=np.int64)
+    tasks = _tasks(cost, numba.get_num_threads() * 8)
+    counts = np.zeros(m, np.int64)
+
+    if total * (idx_t.itemsize + wd.itemsize) <= STAGING_MAX_BYTES:
+        # one visit of every product: rows staged at pptr, then compacted
+        si = np.empty(total, idx_t)
+        sd = np.empty(total, wd)
+        if total:
+            if dense:
+                KG.fill_dense(ap, ai, ad, bp, bi, bd, p, prods, tasks, pptr, si, sd, counts, True, auto)
+            else:
+                KG.fill_sparse(ap, ai, ad, bp, bi, bd, prods, tasks, pptr, si, sd, counts, True)
+        cp = np.zeros(m + 1, np.int64)
+        np.cumsum(counts, out=cp[1:])
+        nnz = int(cp[-1])
+        if nnz == total:  # no duplicates, no zeros: the staging is the result
+            ci, cd = si, sd
+        else:
+            ci = np.empty(nnz, idx_t)
+            cd = np.empty(nnz, wd)
+            KG.compact(pptr, counts, cp, tasks, si, sd, ci, cd)
+            del si, sd
+    else:
+        # count the distinct columns first, fill at the final places, drop zeros after
+        if dense:
+            KG.count_dense(ap, ai, bp, bi, p, tasks, counts, mark_proto)
+        else:
+            KG.count_sparse(ap, ai, bp, bi, prods, tasks, counts)
+        cp = np.zeros(m + 1, np.int64)
+        np.cumsum(counts, out=cp[1:])
+        ci = np.empty(int(cp[-1]), idx_t)
+        cd = np.empty(int(cp[-1]), wd)
+        filled = np.zeros(m, np.int64)
+        if dense:
+            KG.fill_dense(ap, ai, ad, bp, bi, bd, p, prods, tasks, cp, ci, cd, filled, False, auto)
+        else:
+            KG.fill_sparse(ap, ai, ad, bp, bi, bd, prods, tasks, cp, ci, cd, filled, False)
+
+    if dt.kind != "f":
+        cd = _spgemm_int_result(cd, ap, ai, ad, bp, bi, bd, prods, rdt, overflow)
     cls = sps.csr_array if isinstance(A, getattr(sps, "csr_array", ())) else sps.csr_matrix
-    idx_t = np.int32 if max(p, int(cp[-1])) < 2**31 else np.int64
-    # built from parts already valid (sorted, in range): skip scipy's O(nnz) format check
     C = cls((m, p), dtype=rdt)
-    C.data, C.indices, C.indptr = cd.astype(rdt, copy=False), ci.astype(idx_t), cp.astype(idx_t)
-    if C.nnz and (cd == 0).any():
+    # built from parts already valid (sorted, in range): no O(nnz) format check by scipy
+    C.data, C.indices, C.indptr = cd.astype(rdt, copy=False), ci, cp.astype(idx_t)
+    if C.nnz and not (cd != 0).all():  # the counting path keeps cancellations until here
         C.eliminate_zeros()
     C.has_sorted_indices = True
     return C
+
+
+def _spgemm_int_result(cd, ap, ai, ad, bp, bi, bd, prods, rdt, overflow):
+    """int64 words -> the result dtype, with the exact overflow check."""
+    info = np.iinfo(rdt)
+    if overflow == "wrap" or not cd.size:
+        return cd.astype(rdt)
+    ma = int(np.abs(ad).max()) if ad.size else 0
+    mb = int(np.abs(bd).max()) if bd.size else 0
+    if int(prods.max(initial=0)) * ma * mb < 2**63:  # no int64 word wrapped: they are exact
+        if cd.min() < info.min or cd.max() > info.max:
+            raise OverflowError(f"spgemm: a result overflows {rdt}; pass overflow='wrap'")
+        return cd.astype(rdt)
+    # rows whose words may have wrapped (float64 bound, conservative): recomputed with Python ints
+    for r in np.flatnonzero(prods.astype(np.float64) * (float(ma) * float(mb)) >= 2.0**62):
+        acc = {}
+        for q in range(ap[r], ap[r + 1]):
+            kk = int(ai[q])
+            for pp in range(bp[kk], bp[kk + 1]):
+                acc[int(bi[pp])] = acc.get(int(bi[pp]), 0) + int(ad[q]) * int(bd[pp])
+        if any(v < info.min or v > info.max for v in acc.values()):
+            raise OverflowError(f"spgemm: row {r} of the result overflows {rdt}; pass overflow='wrap'")
+    if rdt != np.int64 and (cd.min() < info.min or cd.max() > info.max):
+        raise OverflowError(f"spgemm: a result overflows {rdt}; pass overflow='wrap'")
+    return cd.astype(rdt)

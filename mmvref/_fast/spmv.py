@@ -7,15 +7,14 @@ point a row's error would scale with the global prefix sums instead of the row.
 """
 from __future__ import annotations
 
-import operator
-
 import numba
 import numpy as np
 
 from .._dtypes import result_dtype
-from .._validate import as_csr, as_values, check_overflow
+from .._validate import as_values, check_overflow
 from . import _spmv_kernels as K
-from ._io import is_tensor, like_input, to_numpy
+from ._csr_input import csr_parts, index_arrays, raise_invalid
+from ._io import like_input, to_numpy
 
 __all__ = ["spmv"]
 
@@ -77,19 +76,19 @@ def spmv(A, x, *, overflow="raise"):
     """
     src = x
     check_overflow(overflow)
-    indptr, indices, data, (m, n) = _csr_parts(A)
+    indptr, indices, data, (m, n) = csr_parts(A)
     x = as_values(to_numpy(x, "x"), "x")
     if x.shape[0] != n:
         raise ValueError(f"x has length {x.shape[0]} but A has {n} columns (shape {(m, n)})")
     data = np.ascontiguousarray(as_values(to_numpy(data, "data"), "data"))
     rdt = result_dtype(np.result_type(data.dtype, x.dtype))
-    indptr, indices = _index_arrays(indptr, indices, data, m, n)
+    indptr, indices = index_arrays(indptr, indices, data, m, n)
     nnz = data.shape[0]
 
     if nnz == 0 or m == 0:
         return like_input(np.zeros(m, dtype=rdt), src)
     if n == 0:  # entries but no column for them
-        _raise_invalid(indptr, indices, data, n)
+        raise_invalid(indptr, indices, data, n)
 
     C = _n_chunks(nnz + K.ROW_COST * m)
     R, E = K.partition(indptr, C, K.ROW_COST)
@@ -162,80 +161,6 @@ def _overflow_error(rdt, r, v):
         f"two's-complement wrap-around" + (" or use int64 values" if rdt == np.int32 else ""))
 
 
-# ----------------------------------------------------------------------------- input handling
-
-def _csr_parts(A):
-    """(indptr, indices, data, (rows, cols)) of a CSR input, without copying."""
-    if isinstance(A, tuple) or isinstance(A, list):
-        if len(A) != 4:
-            raise TypeError(f"A as a tuple must be (indptr, indices, data, shape), got {len(A)} items")
-        indptr, indices, data, shape = A
-        return indptr, indices, data, _shape(shape)
-    mod = type(A).__module__
-    if mod.startswith("scipy.sparse"):
-        fmt = getattr(A, "format", "?")
-        if fmt != "csr":
-            raise TypeError(f"A must be in CSR format, got a scipy.sparse {type(A).__name__} in {fmt!r} "
-                            f"format; convert it with A.tocsr()")
-        return A.indptr, A.indices, A.data, _shape(A.shape)
-    if is_tensor(A):
-        import torch
-
-        if A.layout != torch.sparse_csr:
-            raise TypeError(f"A must be a sparse CSR tensor, got layout {A.layout}; convert it with "
-                            f"A.to_sparse_csr()")
-        if A.ndim != 2:
-            raise ValueError(f"A must be 2-D, got a tensor of shape {tuple(A.shape)}")
-        return (to_numpy(A.crow_indices(), "A.crow_indices()"), to_numpy(A.col_indices(), "A.col_indices()"),
-                to_numpy(A.values(), "A.values()"), _shape(tuple(A.shape)))
-    if hasattr(A, "tocsr"):
-        raise TypeError(f"A must be a CSR matrix, got {type(A).__name__}; convert it with A.tocsr()")
-    raise TypeError(f"A must be a scipy.sparse CSR matrix or array, a torch sparse CSR tensor or a tuple "
-                    f"(indptr, indices, data, shape), got {type(A).__name__}")
-
-
-def _shape(shape):
-    try:
-        m, n = shape
-        m, n = operator.index(m), operator.index(n)
-    except (TypeError, ValueError):
-        raise TypeError(f"shape must be a pair of integers (rows, columns), got {shape!r}") from None
-    if m < 0 or n < 0:
-        raise ValueError(f"shape must be non-negative, got {(m, n)}")
-    return m, n
-
-
-def _index_arrays(indptr, indices, data, m, n):
-    """Cheap O(1) checks and dtypes; the O(nnz) checks are fused into the kernels."""
-    indptr = _int_array(indptr, "indptr")
-    indices = _int_array(indices, "indices")
-    nnz = data.shape[0]
-    if indptr.shape[0] != m + 1:
-        raise ValueError(f"indptr has length {indptr.shape[0]} but A has {m} rows (expected {m + 1})")
-    if indices.shape[0] != nnz:
-        raise ValueError(f"indices has length {indices.shape[0]} but data has length {nnz}")
-    if indptr[0] != 0:
-        raise ValueError(f"indptr[0] must be 0, got {indptr[0]}")
-    if indptr[m] != nnz:
-        raise ValueError(f"indptr[-1] must equal the number of entries ({nnz}), got {indptr[m]}")
-    if indices.dtype.itemsize < 4:
-        indices = indices.astype(np.int32)
-    elif indices.dtype == np.uint32 and n > (1 << 31):
-        indices = indices.astype(np.int64)
-    return indptr, indices
-
-
-def _int_array(a, name):
-    a = to_numpy(a, name)
-    if not isinstance(a, np.ndarray):
-        a = np.asarray(a)
-    if a.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got an array of shape {a.shape}")
-    if a.dtype.kind not in "iu":
-        raise TypeError(f"{name} must have an integer dtype, got {a.dtype}")
-    return np.ascontiguousarray(a)
-
-
 def _n_chunks(cost):
     T = numba.get_num_threads()
     return int(max(1, min(T * CHUNKS_PER_THREAD, cost // MIN_CHUNK_COST)))
@@ -243,10 +168,6 @@ def _n_chunks(cost):
 
 def _check_flags(indptr, indices, data, n, umax, bad):
     if bad.any() or (umax.size and int(umax.max()) > n - 1):
-        _raise_invalid(indptr, indices, data, n)
+        raise_invalid(indptr, indices, data, n)
 
 
-def _raise_invalid(indptr, indices, data, n):
-    """The kernels saw something invalid: find it with the shared validator (its messages name it)."""
-    as_csr(indptr, indices, data, n_cols=n)
-    raise ValueError("A: inconsistent CSR structure (indptr and indices do not describe the rows)")

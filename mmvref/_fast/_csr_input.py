@@ -1,0 +1,95 @@
+"""CSR operands of the fast sparse kernels (spmv, spmm, spgemm): the parts of
+a scipy CSR matrix/array, a torch sparse CSR tensor or an (indptr, indices,
+data, shape) tuple, without copying; O(1) checks here, the O(nnz) checks
+fused into each kernel's pass (``raise_invalid`` names what they found)."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from .._validate import as_csr
+from ._io import is_tensor, to_numpy
+
+__all__ = ["csr_parts", "shape_pair", "index_arrays", "int_array", "raise_invalid"]
+
+
+def csr_parts(A, name="A"):
+    """(indptr, indices, data, (rows, cols)) of a CSR input, without copying."""
+    if isinstance(A, tuple) or isinstance(A, list):
+        if len(A) != 4:
+            raise TypeError(f"{name} as a tuple must be (indptr, indices, data, shape), got {len(A)} items")
+        indptr, indices, data, shape = A
+        return indptr, indices, data, shape_pair(shape)
+    mod = type(A).__module__
+    if mod.startswith("scipy.sparse"):
+        fmt = getattr(A, "format", "?")
+        if fmt != "csr":
+            raise TypeError(f"{name} must be in CSR format, got a scipy.sparse {type(A).__name__} in {fmt!r} "
+                            f"format; convert it with {name}.tocsr()")
+        return A.indptr, A.indices, A.data, shape_pair(A.shape)
+    if is_tensor(A):
+        import torch
+
+        if A.layout != torch.sparse_csr:
+            raise TypeError(f"{name} must be a sparse CSR tensor, got layout {A.layout}; convert it with "
+                            f"{name}.to_sparse_csr()")
+        if A.ndim != 2:
+            raise ValueError(f"{name} must be 2-D, got a tensor of shape {tuple(A.shape)}")
+        return (to_numpy(A.crow_indices(), f"{name}.crow_indices()"), to_numpy(A.col_indices(), f"{name}.col_indices()"),
+                to_numpy(A.values(), f"{name}.values()"), shape_pair(tuple(A.shape)))
+    if hasattr(A, "tocsr"):
+        raise TypeError(f"{name} must be a CSR matrix, got {type(A).__name__}; convert it with {name}.tocsr()")
+    raise TypeError(f"{name} must be a scipy.sparse CSR matrix or array, a torch sparse CSR tensor or a tuple "
+                    f"(indptr, indices, data, shape), got {type(A).__name__}")
+
+
+def shape_pair(shape):
+    try:
+        m, n = shape
+        m, n = operator.index(m), operator.index(n)
+    except (TypeError, ValueError):
+        raise TypeError(f"shape must be a pair of integers (rows, columns), got {shape!r}") from None
+    if m < 0 or n < 0:
+        raise ValueError(f"shape must be non-negative, got {(m, n)}")
+    return m, n
+
+
+def index_arrays(indptr, indices, data, m, n, name="A"):
+    """Cheap O(1) checks and dtypes; the O(nnz) checks are fused into the kernels."""
+    indptr = int_array(indptr, "indptr")
+    indices = int_array(indices, "indices")
+    nnz = data.shape[0]
+    if indptr.shape[0] != m + 1:
+        raise ValueError(f"indptr has length {indptr.shape[0]} but {name} has {m} rows (expected {m + 1})")
+    if indices.shape[0] != nnz:
+        raise ValueError(f"indices has length {indices.shape[0]} but data has length {nnz}")
+    if indptr[0] != 0:
+        raise ValueError(f"indptr[0] must be 0, got {indptr[0]}")
+    if indptr[m] != nnz:
+        raise ValueError(f"indptr[-1] must equal the number of entries ({nnz}), got {indptr[m]}")
+    if indices.dtype.itemsize < 4:
+        indices = indices.astype(np.int32)
+    elif indices.dtype == np.uint32 and n > (1 << 31):
+        indices = indices.astype(np.int64)
+    return indptr, indices
+
+
+def int_array(a, name):
+    a = to_numpy(a, name)
+    if not isinstance(a, np.ndarray):
+        a = np.asarray(a)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got an array of shape {a.shape}")
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{name} must have an integer dtype, got {a.dtype}")
+    return np.ascontiguousarray(a)
+
+
+def raise_invalid(indptr, indices, data, n, name="A"):
+    """The kernels saw something invalid: find it with the shared validator (its messages name it)."""
+    try:
+        as_csr(indptr, indices, data, n_cols=n)
+    except ValueError as e:
+        raise ValueError(f"{name}: {e}") from None
+    raise ValueError(f"{name}: inconsistent CSR structure (indptr and indices do not describe the rows)")
