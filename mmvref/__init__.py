@@ -12,7 +12,7 @@ built from the instructions of ``mmvref.mmv``; bit bounds in ``mmvref.bounds``;
 every op declared once in ``mmvref.registry``.
 """
 from . import bounds, golden, mmv, registry
-from ._fast.scanops import (
+from ._fast.scanfamily import (
     argsort,
     batched_scan,
     radix_sort,

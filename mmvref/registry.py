@@ -95,7 +95,7 @@ class OpSpec:
 _G = "mmvref.golden:"
 _F = "mmvref._fast.segops:"
 _B = "mmvref.bounds:"
-_S = "mmvref._fast.scanops:"
+_S = "mmvref._fast.scanfamily:"
 
 _SPECS = (
     OpSpec("scan", "scan(x, *, exclusive=False, dtype=None, overflow='raise') -> z, z[i] = sum(x[:i+1])",

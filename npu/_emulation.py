@@ -20,7 +20,7 @@ import numpy as np
 from mmvref import bounds
 from mmvref._dtypes import result_dtype
 from mmvref._order import order_keys
-from mmvref._validate import as_csr, as_flags, as_indptr, as_values, check_overflow, check_s
+from mmvref._validate import as_csr, as_csr_matrix, as_flags, as_indptr, as_values, check_overflow, check_s
 
 __all__ = ["TorchEmulationBackend"]
 
@@ -408,6 +408,88 @@ class TorchEmulationBackend:
         prod = self.csr_gather(data.astype(np.int64), indices, x.astype(np.int64))
         y = self.segment_sum_csr(prod, indptr)  # int64, exact
         return _cast(y, rdt, overflow, "spmv")
+
+    def spmm(self, A, D, *, overflow="raise"):
+        """O = A D (as ``golden.spmm``): CsrGather of every column of D, the k
+        columns' products laid end to end (column j's rows start at indptr + j nnz),
+        then one segment_sum_csr over all of them: one scan serves every column."""
+        indptr, indices, data, shape = A
+        D = as_values(D, "D", ndim=2)
+        indptr, indices, data = as_csr(indptr, indices, data, n_cols=D.shape[0])
+        check_overflow(overflow)
+        m, k, nnz = len(indptr) - 1, D.shape[1], len(data)
+        if m != shape[0]:
+            raise ValueError(f"A: indptr describes {m} rows but shape says {shape[0]}")
+        rdt = result_dtype(np.result_type(data, D))
+        if m == 0 or k == 0:
+            return np.zeros((m, k), rdt)
+        ptr = np.concatenate([(indptr[:-1][None, :] + nnz * np.arange(k)[:, None]).ravel(), [k * nnz]])
+        if rdt.kind == "f":
+            prod = np.concatenate([self.csr_gather(data.astype(rdt), indices, D[:, j].astype(rdt)).astype(rdt)
+                                   for j in range(k)])
+            return self.segment_sum_csr(prod, ptr).reshape(k, m).T.copy()
+        ma = max(abs(int(data.min())), abs(int(data.max()))) if nnz else 0
+        md = max(abs(int(D.min())), abs(int(D.max()))) if D.size else 0
+        if bounds.spmv(k * nnz, self.s, ma, md).magnitude >= 2**63:
+            raise OverflowError("emulation.spmm: the products' sums may leave the int64 words")
+        prod = np.concatenate([self.csr_gather(data.astype(np.int64), indices, D[:, j].astype(np.int64))
+                               for j in range(k)])
+        y = self.segment_sum_csr(prod.astype(np.int64), ptr)  # int64, exact
+        return _cast(y, rdt, overflow, "spmm").reshape(k, m).T.copy()
+
+    def spgemm(self, A, B, *, overflow="raise"):
+        """C = A B by ESC on the emulated ops: the products expanded in product
+        order with their (row, column) keys, a stable LSB radix sort of the keys
+        (one split per key bit), a segmented sum over equal keys, the nonzero sums
+        compressed, and the row counts prefix-summed into indptr. Returns
+        (indptr, indices, data, shape), sorted, duplicates summed, zeros dropped."""
+        torch = _torch()
+        ap, ai, ad, (m, n) = as_csr_matrix(A, "A")
+        bp, bi, bd, (n2, p) = as_csr_matrix(B, "B")
+        if n != n2:
+            raise ValueError(f"shapes {(m, n)} and {(n2, p)} do not multiply")
+        check_overflow(overflow)
+        rdt = result_dtype(np.result_type(ad.dtype, bd.dtype))
+        lens = bp[ai + 1] - bp[ai]  # products of every entry of A
+        total = int(lens.sum())
+        if total == 0:
+            return np.zeros(m + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, rdt), (m, p)
+        rows = np.repeat(np.repeat(np.arange(m, dtype=np.int64), np.diff(ap)), lens)
+        first = np.repeat(bp[ai] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
+        bpos = first + np.arange(total, dtype=np.int64)  # B entries of the products, in product order
+        wd = rdt if rdt.kind == "f" else np.dtype(np.int64)
+        if wd.kind != "f":
+            ma = max(abs(int(ad.min())), abs(int(ad.max())))
+            mb = max(abs(int(bd.min())), abs(int(bd.max())))
+            if bounds.spmv(total, self.s, ma, mb).magnitude >= 2**63:
+                raise OverflowError("emulation.spgemm: the products' sums may leave the int64 words")
+        a_t = torch.from_numpy(np.repeat(ad, lens).astype(wd)).to(self.device)
+        b_t = torch.from_numpy(bd[bpos].astype(wd)).to(self.device)
+        vals = (a_t * b_t).cpu().numpy()
+        keys = rows * max(p, 1) + bi[bpos]
+        order = self._radix_keys(keys, max(1, int(m * max(p, 1) - 1).bit_length()))
+        keys, vals = keys[order], vals[order]
+        starts = np.ones(total, np.uint8)
+        starts[1:] = keys[1:] != keys[:-1]
+        sums = self.segmented_sum(vals, starts, overflow="wrap" if wd.kind != "f" else "raise")
+        ukeys = self.compress(keys, starts)
+        keep = (np.asarray(sums) != 0).astype(np.uint8)
+        sums, ukeys = self.compress(np.asarray(sums, dtype=wd), keep), self.compress(ukeys, keep)
+        counts = np.bincount(ukeys // max(p, 1), minlength=m).astype(np.int64)
+        indptr = np.concatenate([[0], self.scan(counts)]).astype(np.int64)
+        data = sums.astype(rdt) if wd.kind == "f" else _cast(sums, rdt, overflow, "spgemm")
+        return indptr, (ukeys % max(p, 1)).astype(np.int64), data, (m, p)
+
+    def _radix_keys(self, keys, bits):
+        """The stable order of non-negative int64 keys: one split per bit, low bit first."""
+        idx = np.arange(len(keys), dtype=np.int64)
+        k = keys.copy()
+        for b in range(bits):
+            m = ((k >> b) & 1) == 0
+            pos, _ = self._positions(m.astype(np.uint8))
+            k = self._move(k, pos)
+            idx = self._move(idx, pos)
+        return idx
 
     def diff(self, z):
         """Stage (Alg. 2 line 5): z(i) - z(i-1), z(-1) = 0."""

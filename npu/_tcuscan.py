@@ -307,6 +307,20 @@ class TcuscanBackend:
         return self._np(self.module.run_spmv(self._t(data), t_ptr, self._t(indices.astype(np.int32)),
                                              self._t(x), self.s))
 
+    def spmm(self, A, D):
+        """O = A D as one run_spmv per column of D (tcuscan has no SpMM kernel, so
+        this costs k launches and k passes over A): fp16 data and D, fp32 out."""
+        indptr, indices, data, shape = A
+        D = as_values(D, "D", ndim=2)
+        indptr, indices, data = as_csr(indptr, indices, data, n_cols=D.shape[0])
+        self._refuse("run_spmv", data, ("float16",))
+        self._refuse("run_spmv", D, ("float16",))
+        rows, k = len(indptr) - 1, D.shape[1]
+        if rows <= 0 or k == 0 or len(data) == 0:
+            return np.zeros((max(rows, 0), k), np.float32)
+        return np.stack([self.spmv((indptr, indices, data, shape), np.ascontiguousarray(D[:, j]))
+                         for j in range(k)], axis=1)
+
     def diff(self, z):
         """Stage: run_diff (z(i) - z(i-1)); fp32 words only (the kernel would read
         integer words as fp32)."""
@@ -361,6 +375,7 @@ _DTYPES = {
     "argsort": ("int16", "float16"),
     "topk": ("int16",),
     "spmv": _F16,
+    "spmm": _F16,
     "stage:row_scan": ("int8", "float16"),
     "stage:block_scan": ("int8", "float16"),
     "stage:complete_rows": ("int8", "float32"),

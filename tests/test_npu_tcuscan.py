@@ -16,7 +16,7 @@ from mmvref import golden  # noqa: E402
 from npu.testing import GARBAGE, CpuTcuscanBackend, fake_tcuscan_ops  # noqa: E402
 
 OPS = ["scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "compress", "split", "split_ind",
-       "radix_sort", "argsort", "spmv", "topk"]
+       "radix_sort", "argsort", "spmv", "spmm", "topk"]
 
 
 @pytest.mark.parametrize("op", OPS)

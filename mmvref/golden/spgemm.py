@@ -83,7 +83,9 @@ def spgemm_esc(A, B):
         return _finish(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, wd), (m, n), wd, in_dt)
     rows, cols, vals = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals).astype(wd)
     keys = rows * max(n, 1) + cols
-    _, order = radix_sort(keys, 8, 3)  # Sort: the scan-based LSB radix sort
+    # the narrowest key word: one radix pass per key bit, so 16-bit keys take 16 passes, not 64
+    kdt = next(t for t in (np.int16, np.int32, np.int64) if m * max(n, 1) <= np.iinfo(t).max + 1)
+    _, order = radix_sort(keys.astype(kdt), 8, 3)  # Sort: the scan-based LSB radix sort
     keys, vals = mmv.gather(keys, order), mmv.gather(vals, order)
     heads = np.concatenate([[1], (keys[1:] != keys[:-1]).astype(np.int64)]) if len(keys) else keys
     sums = scd(vals, heads.astype(np.uint8), 8, overflow="wrap")  # segmented sum over equal keys

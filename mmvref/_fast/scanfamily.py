@@ -1,0 +1,496 @@
+"""Fast CPU scan-based operators (parallel-scan-ascend.txt §4-§5): batched
+scan, split / split_ind, radix sort / argsort, top-k, weighted sampling and
+top-p sampling. Thin wrappers that validate, allocate and call the Numba
+kernels of ``_scanfamily_kernels``.
+
+What they compute (the order, ties, NaNs, the rounding of the sampling sums)
+is stated once in DEVELOPERS.md, "Scan-based operators". numpy in, numpy out;
+torch CPU tensors in, torch out; non-contiguous and read-only inputs are
+copied to contiguous ones first.
+
+Algorithms:
+  radix_sort/argsort  LSB radix sort, 8-bit digits, of the order keys (one
+                      vectorised pass computes them); one counting pass gives
+                      every byte's histogram and a byte constant over all keys
+                      is skipped. 1-D inputs of at least PAR_MIN elements:
+                      chunk histograms, a scan over (digit, chunk), chunk
+                      scatters in parallel; intermediate positions as int32.
+                      2-D: rows in parallel. The last pass writes the values:
+                      integers from their keys, floats too except zeros and
+                      NaNs, which are read from the input (bits kept).
+  topk                long 1-D input: a key threshold t from a strided sample
+                      of SAMPLE keys, one parallel pass counting keys <= t
+                      and one collecting them (blocks without a hit skipped);
+                      when that leaves fewer than k or more than n/4, parallel
+                      MSB-first radix-select levels instead. Then an exact
+                      sequential radix select among the candidates, and a
+                      radix sort of the k selected by (key, position). 2-D:
+                      rows in parallel, each by radix select.
+  batched_scan        rows in parallel, each accumulated in index order (int64
+                      words for integers, the result dtype for floats); fewer
+                      long rows than threads: each row by the parallel
+                      ``segops.scan``.
+  weighted_sample,    float64 sums in index order (bit-equal to np.cumsum in
+  top_p_sample        float64); integers in exact int64.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numba
+import numpy as np
+
+from .._validate import as_flags, as_uniform, as_values, check_overflow, check_weights
+from . import _scanfamily_kernels as K
+from ._io import is_tensor, like_input, to_numpy
+from .segops import _I64, _overflow, _result_dtype, scan
+
+__all__ = ["batched_scan", "split", "split_ind", "radix_sort", "argsort", "topk", "weighted_sample",
+           "top_p_sample"]
+
+#: 1-D sorts/selections of at least this many elements run in parallel
+PAR_MIN = 1 << 16
+#: elements per chunk below which fewer chunks are used (split; tests lower it)
+MIN_CHUNK = 1 << 15
+#: chunks per thread of the parallel radix passes
+CHUNKS_PER_THREAD = 2
+
+_I32 = np.iinfo(np.int32)
+_EXP_BITS = {2: 5, 4: 8, 8: 11}
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _chunks(n):
+    c = max(1, min(numba.get_num_threads() * 4, n // max(MIN_CHUNK, 1)))
+    return np.linspace(0, n, c + 1).astype(np.int64)
+
+
+def _values(x, name="x", ndims=(1,)):
+    a = to_numpy(x, name)
+    nd = np.ndim(a)
+    if nd not in ndims:
+        want = " or ".join(f"{d}-D" for d in ndims)
+        raise ValueError(f"{name} must be {want}, got an array of shape {np.shape(a)}")
+    return np.ascontiguousarray(as_values(a, name, ndim=nd))
+
+
+def _bits(x):
+    """The values as unsigned words of their width (fp16 included: numba cannot load fp16)."""
+    return x.view(f"u{x.dtype.itemsize}")
+
+
+def _key_params(dtype, descending):
+    """(isf, S, F, INF, D) of ``_key`` for values of ``dtype``, as the kernels take them."""
+    w = 8 * dtype.itemsize
+    S = 1 << (w - 1)
+    F = (1 << w) - 1
+    isf = dtype.kind == "f"
+    INF = (((1 << _EXP_BITS[dtype.itemsize]) - 1) << (w - 1 - _EXP_BITS[dtype.itemsize])) if isf else 0
+    return isf, np.uint64(S), np.uint64(F), np.uint64(INF), np.uint64(F if descending else 0)
+
+
+def _keys(b, kp):
+    """The order keys of the words b (any shape, C-contiguous), computed in parallel."""
+    out = np.empty_like(b)
+    K.make_keys(b.reshape(-1), *kp, out.reshape(-1))
+    return out
+
+
+def _emit_mode(dtype, kp):
+    """How values come back from sorted keys (``_scanfamily_kernels._value``):
+    (1, S ^ D) for integers (value = key ^ S ^ D); (3, D) for floats (the
+    inverse key, zeros and NaNs read from the input by position, as their
+    keys forget the sign / payload)."""
+    if dtype.kind == "f":
+        return 3, kp[4]
+    return 1, np.uint64(int(kp[1]) ^ int(kp[4]))
+
+
+def _par_chunks(n):
+    C = max(1, numba.get_num_threads() * CHUNKS_PER_THREAD)
+    return np.linspace(0, n, C + 1).astype(np.int64)
+
+
+def _psort(keys, v, vmode, X):
+    """Parallel stable LSB radix sort of the 1-D keys (clobbered): (values per
+    vmode, positions int64)."""
+    n = keys.size
+    starts = _par_chunks(n)
+    C = starts.size - 1
+    nb = keys.itemsize
+    hist = np.empty((C, nb, K.RADIX), np.int64)
+    K.hist_all(keys, starts, hist)
+    tot = hist.sum(axis=0)
+    passes = [b for b in range(nb) if tot[b].max() < n]
+    out_i = np.empty(n, np.int64)
+    out_v = np.empty(n if vmode else 0, v.dtype)
+    if not passes:
+        K.identity_emit(keys, out_i, vmode, X, v, out_v)
+        return out_v, out_i
+    itype = np.int32 if n < 2**31 else np.int64
+    P = len(passes)
+    kb = [keys, np.empty_like(keys)] if P > 1 else [keys]
+    ib = [np.empty(n, itype) for _ in range(min(P - 1, 2))]
+    offs = np.empty((C, K.RADIX), np.int64)
+    h = np.ascontiguousarray(hist[:, passes[0], :])
+    cur_i = np.empty(0, itype)
+    for j, b in enumerate(passes):
+        K.offsets(h, offs)
+        first = j == 0
+        cur_k = kb[j % 2]
+        if j == P - 1:
+            K.scatter_last(cur_k, cur_i, first, starts, 8 * b, offs, out_i, vmode, X, v, out_v)
+        else:
+            nk, ni = kb[(j + 1) % 2], ib[j % 2]
+            K.scatter_mid(cur_k, cur_i, first, starts, 8 * b, offs, nk, ni)
+            K.hist_byte(nk, starts, 8 * passes[j + 1], h)
+            cur_i = ni
+    return out_v, out_i
+
+
+def _sort_1d(keys, v, vmode, X):
+    n = keys.size
+    if n >= PAR_MIN and numba.get_num_threads() > 1:
+        return _psort(keys, v, vmode, X)
+    out_v = np.empty(n if vmode else 0, v.dtype)
+    out_i = np.empty(n, np.int64)
+    K.sort_keys(keys, out_i, v, out_v, vmode, X)
+    return out_v, out_i
+
+
+# ----------------------------------------------------------------------------- split
+
+def _split(x, mask, want_idx):
+    x = _values(x)
+    m = np.ascontiguousarray(as_flags(to_numpy(mask, "mask"), x.size, "mask", check_values=False)).view(np.uint8)
+    n = x.size
+    starts = _chunks(n)
+    C = starts.size - 1
+    counts = np.zeros(C, np.int64)
+    maxv = np.zeros(C, np.uint8)
+    K.mask_counts(m, starts, counts, maxv)
+    if n and int(maxv.max()) > 1:
+        i = int(np.argmax(m > 1))
+        bad = to_numpy(mask, "mask")
+        raise ValueError(f"mask must hold only 0 and 1; mask[{i}] = {np.asarray(bad).reshape(-1)[i]}")
+    one_base = np.zeros(C, np.int64)
+    np.cumsum(counts[:-1], out=one_base[1:])
+    zero_base = int(counts.sum()) + (starts[:-1] - one_base)  # zeros before chunk c = elements - ones
+    out = np.empty_like(x)
+    idx = np.empty(n if want_idx else 0, np.int64)
+    K.split_scatter(_bits(x), m, starts, one_base, zero_base, _bits(out), idx, want_idx)
+    return out, idx
+
+
+def split(x, mask):
+    """Stable split: the elements with mask 1 first, then those with mask 0,
+    each group in input order. x 1-D (any value dtype); mask 0/1 of
+    bool/int8/uint8 with len(x) entries. Returns an array like x."""
+    out, _ = _split(x, mask, False)
+    return like_input(out, x)
+
+
+def split_ind(x, mask):
+    """``split`` -> (values, original indices int64)."""
+    out, idx = _split(x, mask, True)
+    return like_input(out, x), like_input(idx, x)
+
+
+# ----------------------------------------------------------------------------- radix sort
+
+def _sort(x, descending):
+    x = _values(x, ndims=(1, 2))
+    kp = _key_params(x.dtype, bool(descending))
+    b = _bits(x)
+    return x, b, kp, _keys(b, kp)
+
+
+def radix_sort(x, *, descending=False):
+    """Stable sort -> (values, indices int64), like ``torch.sort(stable=True)``.
+
+    x 1-D, or 2-D sorted row by row; int8/16/32/64, fp16/32/64. Ascending puts
+    NaNs last (as np.sort), descending first (as torch); -0.0 == +0.0 in input
+    order; equal keys keep input order in both directions; values come back
+    bit for bit (DEVELOPERS.md, "Order").
+    """
+    src = x
+    x, b, kp, keys = _sort(x, descending)
+    vmode, X = _emit_mode(x.dtype, kp)
+    if x.ndim == 1:
+        sv, idx = _sort_1d(keys, b, vmode, X)
+    else:
+        sv = np.empty_like(b)
+        idx = np.empty(x.shape, np.int64)
+        K.sort_rows(keys, idx, b, sv, vmode, X)
+    return like_input(sv.view(x.dtype), src), like_input(idx, src)
+
+
+def argsort(x, *, descending=False):
+    """The indices (int64) of ``radix_sort(x, descending=...)`` (stable)."""
+    src = x
+    x, b, kp, keys = _sort(x, descending)
+    if x.ndim == 1:
+        _, idx = _sort_1d(keys, b, 0, np.uint64(0))
+    else:
+        idx = np.empty(x.shape, np.int64)
+        K.sort_rows(keys, idx, keys, keys, 0, np.uint64(0))
+    return like_input(idx, src)
+
+
+# ----------------------------------------------------------------------------- top-k
+
+#: sample size of the top-k threshold estimate
+SAMPLE = 4096
+
+
+def _threshold(b, k, kp):
+    """A key t such that, very likely, k <= #(keys <= t) << n, from a strided
+    sample of the keys; None when no useful t exists (k a large part of n)."""
+    n = b.size
+    s = min(SAMPLE, n)
+    pos = np.linspace(0, n - 1, s).astype(np.int64)
+    sk = np.sort(_keys(np.ascontiguousarray(b[pos]), kp))
+    mean = k * s / n
+    q = int(math.ceil(mean + 4 * math.sqrt(mean) + 8))
+    if q >= s // 8:
+        return None
+    return sk[q]
+
+
+def _topk_1d(b, k, kp, vmode, X):
+    """(values, positions) of the k smallest keys of the 1-D words b, sorted by (key, position)."""
+    n = b.size
+    nb = b.itemsize
+    out_i = np.empty(k, np.int64)
+    out_v = np.empty(k, b.dtype)
+    if k == 0:
+        return out_v, out_i
+    sel_k = np.empty(k, b.dtype)
+    sel_i = np.empty(k, np.int64)
+    par = numba.get_num_threads() > 1
+    done = False
+    if n >= PAR_MIN:
+        t = _threshold(b, k, kp)
+        if t is not None:  # one counting pass, one collecting pass, then a small select
+            starts = _chunks(n)
+            counts = np.zeros(starts.size - 1, np.int64)
+            K.count_le(b, starts, np.uint64(t), *kp, counts)
+            tot = int(counts.sum())
+            if k <= tot <= n // 4:
+                offs = np.zeros(counts.size, np.int64)
+                np.cumsum(counts[:-1], out=offs[1:])
+                ck = np.empty(tot, b.dtype)
+                ci = np.empty(tot, np.int64)
+                K.collect_le(b, starts, np.uint64(t), *kp, offs, ck, ci)
+                K.select_seq(ck, ci, False, tot, k, nb - 1, sel_k, sel_i, 0)
+                done = True
+    if not done:
+        keys = _keys(b, kp)
+        cv, ci, implicit, m, need, byte, ns = keys, np.empty(0, np.int64), True, n, k, nb - 1, 0
+        while par and byte >= 0 and 0 < need < m and m >= PAR_MIN:
+            starts = _par_chunks(m)
+            C = starts.size - 1
+            hist = np.empty((C, K.RADIX), np.int64)
+            K.hist_byte(cv, starts, 8 * byte, hist)
+            tot = hist.sum(axis=0)
+            cum = np.cumsum(tot)
+            d = int(np.searchsorted(cum, need))  # the first digit whose inclusive count reaches need
+            below = int(cum[d] - tot[d])
+            if int(tot[d]) == m:
+                byte -= 1
+                continue
+            sure_off = ns + np.concatenate([[0], np.cumsum(hist[:, :d].sum(axis=1))[:-1]]).astype(np.int64)
+            cand_off = np.concatenate([[0], np.cumsum(hist[:, d])[:-1]]).astype(np.int64)
+            nv = np.empty(int(tot[d]), b.dtype)
+            ni = np.empty(int(tot[d]), np.int64)
+            K.select_collect(cv, ci, implicit, starts, 8 * byte, d, sel_k, sel_i, sure_off, nv, ni, cand_off)
+            cv, ci, implicit, m = nv, ni, False, int(tot[d])
+            ns += below
+            need -= below
+            byte -= 1
+        K.select_seq(cv, ci, implicit, m, need, byte, sel_k, sel_i, ns)
+    if k >= PAR_MIN and par:
+        sk, perm = _psort(sel_k, sel_k, 1, np.uint64(0))
+        out_i = sel_i[perm]
+        K.values_of(sk, out_i, vmode, X, b, out_v)
+        return out_v, out_i
+    K.finish(sel_k, sel_i, out_i, b, out_v, vmode, X)
+    return out_v, out_i
+
+
+def topk(x, k, *, largest=True):
+    """The k largest (``largest=False``: smallest) values, sorted (descending,
+    resp. ascending), and their indices int64. Among equal values the lower
+    index comes first and is the one kept at the cut; NaN is the largest value
+    (as in torch.topk). x 1-D, or 2-D row by row; 0 <= k <= x.shape[-1]."""
+    src = x
+    x = _values(x, ndims=(1, 2))
+    try:
+        k = operator.index(k)
+    except TypeError:
+        raise TypeError(f"k must be an integer, got {type(k).__name__}") from None
+    n = x.shape[-1]
+    if not 0 <= k <= n:
+        raise ValueError(f"k must be in [0, {n}] (the length of x's last axis), got {k}")
+    kp = _key_params(x.dtype, bool(largest))
+    vmode, X = _emit_mode(x.dtype, kp)
+    b = _bits(x)
+    if x.ndim == 1:
+        sv, idx = _topk_1d(b, k, kp, vmode, X)
+    else:
+        sv = np.empty((x.shape[0], k), b.dtype)
+        idx = np.empty((x.shape[0], k), np.int64)
+        K.topk_rows(_keys(b, kp), k, idx, b, sv, vmode, X)
+    return like_input(sv.view(x.dtype), src), like_input(idx, src)
+
+
+# ----------------------------------------------------------------------------- batched scan
+
+def batched_scan(x, *, exclusive=False, dtype=None, overflow="raise"):
+    """Each row of a 2-D ``x`` scanned on its own (like ``torch.cumsum(x, dim=1)``);
+    ``exclusive=True``: z[r, i] = sum(x[r, :i]).
+
+    Dtype and overflow rules as ``segops.scan``: int8/16/32 -> int32, int64 ->
+    int64, fp16 -> fp32, fp32/fp64 kept; ``dtype=`` overrides (int32, int64,
+    float32, float64; not integers for a float x). An integer result outside
+    the result dtype raises OverflowError unless ``overflow="wrap"``
+    (two's-complement). Floats accumulate in the result dtype in index order
+    (equal to np.cumsum(x, axis=1, dtype=result dtype)); fewer long rows than
+    threads use the parallel 1-D scan (its error bound, segops).
+    """
+    src = x
+    x = _values(x, ndims=(2,))
+    rdt = _result_dtype(x, dtype, "batched_scan")
+    check_overflow(overflow)
+    rows, n = x.shape
+    ex = bool(exclusive)
+    if 0 < rows < numba.get_num_threads() and n >= 1 << 16:
+        out = np.empty((rows, n), dtype=rdt)
+        for r in range(rows):
+            try:
+                out[r] = scan(x[r], exclusive=ex, dtype=rdt, overflow=overflow)
+            except OverflowError:
+                raise _overflow("batched_scan", rdt) from None
+        return like_input(out, src)
+    out = np.empty((rows, n), dtype=rdt)
+    if rows == 0 or n == 0:
+        return like_input(out, src)
+    if rdt.kind == "f":
+        xk = x if x.dtype == rdt else x.astype(rdt)
+        K.rows_scan_float(xk, out, ex, rdt.type(0))
+        return like_input(out, src)
+    raise_ = overflow == "raise"
+    # int64 words can only wrap when n * max|x| > 2**63 - 1 (int64 x): then the exact, checked loop
+    check64 = raise_ and x.dtype == np.int64 and n * max(abs(int(x.min())), abs(int(x.max()))) > _I64.max
+    mode = 2 if check64 else (1 if raise_ and rdt == np.int32 else 0)
+    lo = np.zeros(rows, np.int64)
+    hi = np.zeros(rows, np.int64)
+    ovf = np.zeros(rows, np.bool_)
+    K.rows_scan_int(x, out, ex, mode, lo, hi, ovf)
+    if ovf.any() or (mode == 2 and rdt == np.int32 and (lo.min() < _I32.min or hi.max() > _I32.max)):
+        raise _overflow("batched_scan", rdt)
+    return like_input(out, src)
+
+
+# ----------------------------------------------------------------------------- sampling
+
+def _weights(w):
+    w = _values(w, "w")
+    check_weights(w, "w")
+    if w.dtype == np.float16:
+        w = w.astype(np.float32)  # exact; numba cannot load fp16
+    return w
+
+
+def weighted_sample(w, u):
+    """Index i drawn with probability w[i] / sum(w) by inverse transform with the
+    caller's uniform u in [0, 1) (DEVELOPERS.md): c = inclusive sums of w (int64
+    exact, OverflowError beyond int64; floats: float64 in index order), t = u *
+    c[-1] in float64, the smallest i with c[i] > t (integers: c[i] > floor(t));
+    if none (u within an ulp of 1), the last i with w[i] > 0. w 1-D,
+    non-negative, finite, positive total. Returns np.int64 for a scalar u, an
+    int64 array shaped like an array u (torch when u is a tensor)."""
+    usrc = u
+    w = _weights(w)
+    u = as_uniform(to_numpy(u, "u"))
+    isf = w.dtype.kind == "f"
+    if isf:
+        total = K.total_float(w)
+    else:
+        total, ovf = K.total_int(w)
+        if ovf:
+            raise OverflowError("weighted_sample: the total of the weights w overflows int64")
+        total = int(total)
+    if not total > 0:
+        raise ValueError("w must have a positive total, got " + repr(total))
+    ftotal = float(total)
+
+    def last():
+        return int(K.last_positive(w))
+
+    if u.ndim == 0:
+        t = float(u) * ftotal
+        if isf:
+            i = K.first_above_float(w, t)
+        else:
+            ft = math.floor(t)
+            i = K.first_above_int(w, ft) if ft < total else -1
+        return np.int64(i if i >= 0 else last())
+    uf = u.reshape(-1)
+    t = uf * ftotal
+    if isf:
+        c = np.empty(w.size, np.float64)
+        K.cumsum_float(w, c)
+        i = np.searchsorted(c, t, side="right")
+    else:
+        c = np.empty(w.size, np.int64)
+        K.cumsum_int(w, c)
+        ft = np.floor(t)  # < 2**63: exact as int64; a threshold at or past the total selects nothing
+        ti = np.where(ft >= ftotal, 0, ft).astype(np.int64)
+        i = np.searchsorted(c, ti, side="right")
+        i = np.where(ft >= ftotal, w.size, i)
+    i = np.where(i >= w.size, last(), i).astype(np.int64).reshape(u.shape)
+    return like_input(i, usrc) if is_tensor(usrc) else i
+
+
+def top_p_sample(probs, p, u):
+    """Nucleus sampling with a given uniform u (Llama 3's sample_top_p; DEVELOPERS.md):
+    per row, order = stable descending sort; q = probs[order] in float64; e =
+    exclusive float64 sums in index order; keep q_j where e_j <= p; then
+    weighted_sample(kept q, u) -> sorted position j; the token is order[j].
+    probs 1-D (u a float; returns np.int64) or 2-D (u of shape (rows,);
+    returns int64 (rows,), torch for a torch probs); float dtypes, finite,
+    non-negative, positive row totals; 0 <= p <= 1; u in [0, 1)."""
+    src = probs
+    probs = _values(probs, "probs", ndims=(1, 2))
+    if probs.dtype.kind != "f":
+        raise TypeError(f"probs must be float16, float32 or float64, got {probs.dtype}")
+    check_weights(probs, "probs")
+    try:
+        pf = float(p)
+    except (TypeError, ValueError):
+        raise TypeError(f"p must be a float, got {type(p).__name__}") from None
+    if not 0 <= pf <= 1:
+        raise ValueError(f"p must lie in [0, 1], got {p!r}")
+    u = as_uniform(to_numpy(u, "u"))
+    rows = probs if probs.ndim == 2 else probs.reshape(1, -1)
+    if probs.ndim == 2 and u.shape != (rows.shape[0],):
+        raise ValueError(f"u must have shape ({rows.shape[0]},) (one sample per row of probs), got {u.shape}")
+    if probs.ndim == 1 and u.ndim != 0:
+        raise ValueError(f"u must be a scalar for 1-D probs, got shape {u.shape}")
+    if rows.dtype == np.float16:
+        rows = rows.astype(np.float32)  # exact and order-preserving; numba cannot load fp16
+    R = rows.shape[0]
+    out = np.empty(R, np.int64)
+    if R:
+        totals = rows.sum(axis=1, dtype=np.float64)
+        bad = np.flatnonzero(~(totals > 0))
+        if bad.size:
+            raise ValueError(f"probs row {int(bad[0])} must have a positive total")
+        keys = _keys(_bits(np.ascontiguousarray(rows)), _key_params(rows.dtype, True))
+        K.top_p_rows(keys, rows, pf, np.ascontiguousarray(u.reshape(-1)), out)
+    if probs.ndim == 1:
+        return np.int64(out[0])
+    return like_input(out, src)
