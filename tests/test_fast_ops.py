@@ -4,6 +4,8 @@ multi-chunk paths), flag densities 0..1, exclusive, overflow raise and wrap,
 non-contiguous and read-only inputs, torch in / torch out, bad input."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -23,6 +25,20 @@ from mmvref._fast import segops
 DTYPES = ["int8", "int16", "int32", "int64", "float16", "float32", "float64"]
 RESULT = {"int8": "int32", "int16": "int32", "int32": "int32", "int64": "int64",
           "float16": "float32", "float32": "float32", "float64": "float64"}
+
+
+@contextlib.contextmanager
+def _simd(on):
+    """The AVX-512 kernels of scan, segmented_scan and segmented_sum (on), or the portable ones
+    (also where the CPU has AVX-512)."""
+    if on and not segops._SIMD.AVAILABLE:
+        pytest.skip("this CPU has no AVX-512F")
+    old = segops._SIMD.AVAILABLE
+    segops._SIMD.AVAILABLE = on
+    try:
+        yield
+    finally:
+        segops._SIMD.AVAILABLE = old
 
 
 @pytest.fixture(autouse=True, params=[1, 3, 1 << 14], ids=["chunk1", "chunk3", "chunk16k"])
@@ -80,23 +96,56 @@ def _run(fn, expected, x, overflow):
     _check(fn(), expected, x, overflow)
 
 
+@pytest.mark.parametrize("simd", [True, False], ids=["simd", "no_simd"])
 @given(inputs(), st.booleans(), st.sampled_from(["raise", "wrap"]))
-def test_scan(case, exclusive, overflow):
+def test_scan(simd, case, exclusive, overflow):
     x, _, _ = case
-    _run(lambda: mmvref.scan(x, exclusive=exclusive, overflow=overflow), oracle_scan(x, exclusive), x, overflow)
+    with _simd(simd):
+        _run(lambda: mmvref.scan(x, exclusive=exclusive, overflow=overflow), oracle_scan(x, exclusive), x,
+             overflow)
 
 
+@pytest.mark.parametrize("simd", [True, False], ids=["simd", "no_simd"])
+@given(inputs(big=True), st.booleans(), st.sampled_from(["raise", "wrap"]))
+def test_scan_int_edges(simd, case, exclusive, overflow):
+    x, _, _ = case
+    with _simd(simd):
+        _run(lambda: mmvref.scan(x, exclusive=exclusive, overflow=overflow), oracle_scan(x, exclusive), x,
+             overflow)
+
+
+@pytest.mark.parametrize("simd", [True, False], ids=["simd", "no_simd"])
 @given(inputs(), st.booleans(), st.sampled_from(["raise", "wrap"]))
-def test_segmented_scan(case, exclusive, overflow):
+def test_segmented_scan(simd, case, exclusive, overflow):
     x, f, _ = case
-    _run(lambda: mmvref.segmented_scan(x, f, exclusive=exclusive, overflow=overflow),
-         oracle_segmented_scan(x, f, exclusive), x, overflow)
+    with _simd(simd):
+        _run(lambda: mmvref.segmented_scan(x, f, exclusive=exclusive, overflow=overflow),
+             oracle_segmented_scan(x, f, exclusive), x, overflow)
 
 
+@pytest.mark.parametrize("simd", [True, False], ids=["simd", "no_simd"])
+@given(inputs(big=True), st.booleans(), st.sampled_from(["raise", "wrap"]))
+def test_segmented_scan_int_edges(simd, case, exclusive, overflow):
+    x, f, _ = case
+    with _simd(simd):
+        _run(lambda: mmvref.segmented_scan(x, f, exclusive=exclusive, overflow=overflow),
+             oracle_segmented_scan(x, f, exclusive), x, overflow)
+
+
+@pytest.mark.parametrize("simd", [True, False], ids=["simd", "no_simd"])
 @given(inputs(), st.sampled_from(["raise", "wrap"]))
-def test_segmented_sum(case, overflow):
+def test_segmented_sum(simd, case, overflow):
     x, f, _ = case
-    _run(lambda: mmvref.segmented_sum(x, f, overflow=overflow), oracle_segmented_sum(x, f), x, overflow)
+    with _simd(simd):
+        _run(lambda: mmvref.segmented_sum(x, f, overflow=overflow), oracle_segmented_sum(x, f), x, overflow)
+
+
+@pytest.mark.parametrize("simd", [True, False], ids=["simd", "no_simd"])
+@given(inputs(big=True), st.sampled_from(["raise", "wrap"]))
+def test_segmented_sum_int_edges(simd, case, overflow):
+    x, f, _ = case
+    with _simd(simd):
+        _run(lambda: mmvref.segmented_sum(x, f, overflow=overflow), oracle_segmented_sum(x, f), x, overflow)
 
 
 @given(inputs(), st.sampled_from(["raise", "wrap"]))

@@ -25,6 +25,7 @@ import numpy as np
 
 from .._dtypes import result_dtype
 from .._validate import as_flags, as_indptr, as_values, check_overflow
+from . import _avx512 as _SIMD
 from . import _seg_kernels as K
 from ._io import like_input, to_numpy
 
@@ -141,7 +142,10 @@ def scan(x, *, exclusive=False, dtype=None, overflow="raise"):
         np.cumsum(sums[:-1], out=offs[1:])
     check = overflow == "raise" and rdt == np.int32
     suspect = np.zeros(C, dtype=np.bool_)
-    K.scan_int(xk, out, starts, offs, bool(exclusive), check, suspect)
+    if _SIMD.AVAILABLE and rdt == np.int32 and xk.dtype.itemsize <= 4:
+        _SIMD.scan_int32(xk, out, starts, offs, bool(exclusive), check, suspect)
+    else:
+        K.scan_int(xk, out, starts, offs, bool(exclusive), check, suspect)
     if overflow == "raise":
         lim = _I32 if rdt == np.int32 else _I64
         if (rdt == np.int32 and suspect.any()) or (rdt == np.int64 and _int64_may_overflow(x)):
@@ -186,7 +190,10 @@ def segmented_scan(x, flags, *, exclusive=False, dtype=None, overflow="raise"):
     tails = np.zeros(C, dtype=np.int64)
     suspect = np.zeros(C, dtype=np.bool_)
     check = overflow == "raise" and rdt == np.int32
-    K.segscan_int(xk, f, out, starts, ex, check, suspect, tails, has_flag, bad)
+    if _SIMD.AVAILABLE and rdt == np.int32 and xk.dtype.itemsize <= 4:
+        _SIMD.segscan_int32(xk, f, out, starts, ex, check, suspect, tails, has_flag, bad)
+    else:
+        K.segscan_int(xk, f, out, starts, ex, check, suspect, tails, has_flag, bad)
     _raise_bad_flags(bad, f, "flags")
     carry = np.zeros(C, dtype=np.int64)
     for c in range(1, C):  # int64 words: wrap like the kernels (exact modulo 2**64)
@@ -242,7 +249,10 @@ def segmented_sum(x, flags, *, dtype=None, overflow="raise"):
         tails = np.zeros(C, dtype=np.int64)
         suspect = np.zeros(C, dtype=np.bool_)
         check = overflow == "raise" and rdt == np.int32
-        if 64 * nseg < n:  # long segments: find flags 8 at a time, reduce each segment at SIMD width
+        if _SIMD.AVAILABLE and rdt == np.int32 and xk.dtype.itemsize <= 4:
+            # every density: one compressed store per segment start, no branch per flag
+            _SIMD.segsum_int32(xk, f, starts, bases, out, heads, tails, check, suspect)
+        elif 64 * nseg < n:  # long segments: find flags 8 at a time, reduce each segment at SIMD width
             mins = np.zeros(C, dtype=np.int64)
             maxs = np.zeros(C, dtype=np.int64)
             # flags as words (the byte order of _next_flag's trailing-zero count is little-endian)
