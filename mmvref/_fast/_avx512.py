@@ -36,6 +36,7 @@ from numba import njit, prange, types
 from numba.extending import intrinsic
 
 from ._seg_kernels import BLOCK, I32_MAX, _abs_sum, _first_flag
+from ._vec import _call, _splat
 
 __all__ = ["AVAILABLE", "scan_int32", "segscan_int32", "segsum_int32"]
 
@@ -45,19 +46,6 @@ _W = 16
 _I1, _I8, _I16, _I32, _I64 = (ir.IntType(b) for b in (1, 8, 16, 32, 64))
 _V = ir.VectorType(_I32, _W)
 _OPAQUE = ir.PointerType()
-
-
-def _call(builder, name, ret, args):
-    fn = builder.module.globals.get(name)
-    if fn is None:
-        fn = ir.Function(builder.module, ir.FunctionType(ret, [a.type for a in args]), name=name)
-    return builder.call(fn, args)
-
-
-def _splat(builder, val, vt):
-    v = builder.insert_element(ir.Constant(vt, ir.Undefined), val, _I32(0))
-    return builder.shuffle_vector(v, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(_I32, vt.count),
-                                                                                [0] * vt.count))
 
 
 def _scan16(builder, v):
