@@ -33,6 +33,7 @@ import numpy as np
 from llvmlite import binding as llvm
 from llvmlite import ir
 from numba import njit, prange, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ._seg_kernels import BLOCK, I32_MAX, _abs_sum, _first_flag
@@ -69,11 +70,11 @@ def _codegen(context, builder, sig, args):
     xb = x_t.dtype.bitwidth // 8
     iota = ir.Constant(_V, list(range(_W)))
 
-    i_p = builder.alloca(_I64)
+    i_p = cgutils.alloca_once(builder, _I64)
     builder.store(lo, i_p)
-    k_p = builder.alloca(_I64)
+    k_p = cgutils.alloca_once(builder, _I64)
     builder.store(k0, k_p)
-    c_p = builder.alloca(_V)
+    c_p = cgutils.alloca_once(builder, _V)
     builder.store(_splat(builder, builder.trunc(p0, _I32), _V), c_p)
 
     def step(i, lanes_mask):
@@ -129,9 +130,9 @@ def _scan_codegen(context, builder, sig, args):
     xvt = ir.VectorType(xt, _W)
     xb = x_t.dtype.bitwidth // 8
     iota = ir.Constant(_V, list(range(_W)))
-    i_p = builder.alloca(_I64)
+    i_p = cgutils.alloca_once(builder, _I64)
     builder.store(lo, i_p)
-    c_p = builder.alloca(_V)
+    c_p = cgutils.alloca_once(builder, _V)
     builder.store(_splat(builder, builder.trunc(p0, _I32), _V), c_p)
 
     def step(i, lanes_mask):
@@ -217,13 +218,13 @@ def _segscan_codegen(context, builder, sig, args):
     iota = ir.Constant(_V, list(range(_W)))
     minus1 = ir.Constant(_V, [-1] * _W)
     last = ir.Constant(ir.VectorType(_I32, _W), [_W - 1] * _W)
-    i_p = builder.alloca(_I64)
+    i_p = cgutils.alloca_once(builder, _I64)
     builder.store(lo, i_p)
-    c_p = builder.alloca(_V)  # P carried, all lanes
+    c_p = cgutils.alloca_once(builder, _V)  # P carried, all lanes
     builder.store(_splat(builder, builder.trunc(p0, _I32), _V), c_p)
-    b_p = builder.alloca(_V)  # the prefix before the open segment's start, all lanes
+    b_p = cgutils.alloca_once(builder, _V)  # the prefix before the open segment's start, all lanes
     builder.store(_splat(builder, builder.trunc(b0, _I32), _V), b_p)
-    o_p = builder.alloca(fvt)  # OR of the flag bytes (a byte > 1 is an invalid flag)
+    o_p = cgutils.alloca_once(builder, fvt)  # OR of the flag bytes (a byte > 1 is an invalid flag)
     builder.store(ir.Constant(fvt, None), o_p)
 
     def step(i, lanes_mask):

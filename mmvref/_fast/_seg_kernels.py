@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit, prange
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from ._vec import prefix_i64
+from ._vec import prefix_i64, rows_from_prefix
 
 BLOCK = 1024
 I32_MAX = 2147483647
@@ -468,7 +468,9 @@ def csr_sums_int_short(x, indptr, rstarts, out, mins, maxs, bad):
         for b0 in range(e0, e1, B):
             b1 = min(b0 + B, e1)
             p = prefix_i64(x, b0, b1, buf, p)  # the block's running prefix, eight lanes at a time
-            while r < nr and ip[r + 1] <= b1:
+            r, prev, last, u, mn, mx = rows_from_prefix(ip, r, nr, b0, b1, buf, prev, os, last, mn, mx)
+            unsorted |= u != 0
+            while r < nr and ip[r + 1] <= b1:  # the rows the eight-row steps left
                 end = ip[r + 1]
                 unsorted |= end < last  # branch-free: the caller finds the position
                 last = end

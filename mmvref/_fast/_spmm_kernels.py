@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 __all__ = ["rows"]
@@ -70,9 +71,9 @@ def _row_vec_codegen(context, builder, sig, args):
     is_float = isinstance(D_t.dtype, types.Float)
     signed = ind_t.dtype.signed
 
-    acc_p = builder.alloca(vt)
+    acc_p = cgutils.alloca_once(builder, vt)
     builder.store(ir.Constant(vt, None), acc_p)
-    q_p = builder.alloca(_I64)
+    q_p = cgutils.alloca_once(builder, _I64)
     builder.store(q0, q_p)
     fn = builder.function
     bcond = fn.append_basic_block("row.cond")

@@ -43,6 +43,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 __all__ = ["partition", "float_rows", "float_rows_serial", "int_rows", "int_rows_serial", "combine",
@@ -228,15 +229,15 @@ def _stream(context, builder, sig, args, mode):
     else:
         n = builder.sub(hi, lo)
     p_off = args[6] if mode == "step" else None
-    k_ptr = builder.alloca(_I64, name="k")
+    k_ptr = cgutils.alloca_once(builder, _I64)
     builder.store(_I64(0), k_ptr)
     n_acc = 4 if mode == "dot" else 1
     accs = []
     for _ in range(n_acc):
-        a = builder.alloca(va)
+        a = cgutils.alloca_once(builder, va)
         builder.store(ir.Constant(va, None), a)
         accs.append(a)
-    umax_ptr = builder.alloca(vi)
+    umax_ptr = cgutils.alloca_once(builder, vi)
     builder.store(ir.Constant(vi, None), umax_ptr)
 
     def step(k, acc_ptr, mask=None):
@@ -370,9 +371,9 @@ def simd_sum(typingctx, p, s, n):
         S = _Simd(builder, W)
         va = S.vec(at)
         ab = _elem_bytes(at)
-        k_ptr = builder.alloca(_I64)
+        k_ptr = cgutils.alloca_once(builder, _I64)
         builder.store(_I64(0), k_ptr)
-        accs = [builder.alloca(va) for _ in range(V)]
+        accs = [cgutils.alloca_once(builder, va) for _ in range(V)]
         for a in accs:
             builder.store(ir.Constant(va, None), a)
 

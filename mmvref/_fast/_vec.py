@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["prefix_i64"]
+__all__ = ["prefix_i64", "rows_from_prefix"]
 
 _I32, _I64 = ir.IntType(32), ir.IntType(64)
 _OPAQUE = ir.PointerType()
@@ -41,9 +42,9 @@ def _prefix64_codegen(context, builder, sig, args):
     xb = x_t.dtype.bitwidth // 8
     iota = ir.Constant(ir.VectorType(_I64, 8), list(range(8)))
     zero = ir.Constant(_V8, None)
-    i_p = builder.alloca(_I64)
+    i_p = cgutils.alloca_once(builder, _I64)
     builder.store(lo, i_p)
-    c_p = builder.alloca(_V8)
+    c_p = cgutils.alloca_once(builder, _V8)
     builder.store(_splat(builder, p0, _V8), c_p)
 
     def step(i, lanes_mask):
@@ -94,3 +95,86 @@ def prefix_i64(typingctx, x, lo, hi, buf, p):
             and isinstance(buf, types.Array) and buf.layout == "C" and buf.dtype == types.int64):
         return None
     return types.int64(x, types.int64, types.int64, buf, types.int64), _prefix64_codegen
+
+
+def _rows_codegen(context, builder, sig, args):
+    ip_t, buf_t, os_t = sig.args[0], sig.args[5], sig.args[7]
+    ip = context.make_array(ip_t)(context, builder, args[0]).data
+    buf = context.make_array(buf_t)(context, builder, args[5]).data
+    os = context.make_array(os_t)(context, builder, args[7]).data
+    r0, nr, b0, b1, prev0, last0, mn0, mx0 = args[1], args[2], args[3], args[4], args[6], args[8], args[9], args[10]
+    ot = context.get_value_type(os_t.dtype)
+    V8 = _V8
+    i8, i1 = ir.IntType(8), ir.IntType(1)
+    iota = ir.Constant(V8, list(range(8)))
+    shift_in = ir.Constant(ir.VectorType(_I32, 8), [8] + list(range(7)))
+    r_p, prev_p, last_p = (cgutils.alloca_once(builder, _I64) for _ in range(3))
+    uns_p, mn_p, mx_p = (cgutils.alloca_once(builder, V8) for _ in range(3))
+    for ptr, val in ((r_p, r0), (prev_p, prev0), (last_p, last0)):
+        builder.store(val, ptr)
+    builder.store(ir.Constant(V8, None), uns_p)
+    builder.store(_splat(builder, mn0, V8), mn_p)
+    builder.store(_splat(builder, mx0, V8), mx_p)
+    bmax = _splat(builder, builder.sub(b1, _I64(1)), V8)
+    fn = builder.function
+    bcond, bbody, bend = (fn.append_basic_block(n) for n in ("rows.cond", "rows.body", "rows.end"))
+    builder.branch(bcond)
+    builder.position_at_end(bcond)
+    r = builder.load(r_p)
+    builder.cbranch(builder.icmp_signed("<=", builder.add(r, _I64(8)), nr), bbody, bend)
+    builder.position_at_end(bbody)
+    e = builder.load(builder.bitcast(builder.gep(ip, [builder.add(r, _I64(1))], inbounds=True), V8.as_pointer()),
+                     align=8)
+    inb = builder.icmp_signed("<=", e, _splat(builder, b1, V8))
+    bits = builder.zext(builder.bitcast(inb, i8), _I32)
+    k = _call(builder, "llvm.cttz.i32", _I32,  # the leading lanes that end in the block (8 when all do)
+              [builder.or_(builder.xor(bits, _I32(0xFF)), _I32(0x100)), ir.Constant(i1, 0)])
+    k64 = builder.zext(k, _I64)
+    lanes = builder.icmp_signed("<", iota, _splat(builder, k64, V8))
+    # row end e: the prefix at e - 1, an index into the block's buffer (clamped: unsorted offsets read garbage)
+    j = _call(builder, "llvm.umin.v8i64", V8, [builder.sub(e, _splat(builder, builder.add(b0, _I64(1)), V8)),
+                                              builder.sub(bmax, _splat(builder, b0, V8))])
+    g = builder.gep(buf, [j], inbounds=True, source_etype=_I64)
+    g.type = ir.VectorType(buf.type, 8)
+    vals = _call(builder, "llvm.masked.gather.v8i64.v8p0", V8,
+                 [builder.bitcast(g, ir.VectorType(_OPAQUE, 8)), _I32(8), lanes, ir.Constant(V8, None)])
+    prv = builder.shuffle_vector(vals, _splat(builder, builder.load(prev_p), V8), shift_in)
+    v = builder.sub(vals, prv)
+    dst = builder.bitcast(builder.gep(os, [r], inbounds=True), _OPAQUE)
+    vo = builder.trunc(v, ir.VectorType(ot, 8)) if ot.width < 64 else v
+    _call(builder, f"llvm.masked.store.v8i{ot.width}.p0", ir.VoidType(), [vo, dst, _I32(ot.width // 8), lanes])
+    vz = builder.select(lanes, v, ir.Constant(V8, None))
+    builder.store(_call(builder, "llvm.smin.v8i64", V8, [builder.load(mn_p), vz]), mn_p)
+    builder.store(_call(builder, "llvm.smax.v8i64", V8, [builder.load(mx_p), vz]), mx_p)
+    pe = builder.shuffle_vector(e, _splat(builder, builder.load(last_p), V8), shift_in)
+    dec = builder.and_(lanes, builder.icmp_signed("<", e, pe))
+    builder.store(builder.or_(builder.load(uns_p), builder.zext(dec, V8)), uns_p)
+    with builder.if_then(builder.icmp_unsigned(">", k, _I32(0))):
+        builder.store(builder.extract_element(vals, builder.sub(k, _I32(1))), prev_p)
+        builder.store(builder.extract_element(e, builder.sub(k, _I32(1))), last_p)
+    builder.store(builder.add(r, k64), r_p)
+    builder.cbranch(builder.icmp_unsigned("==", k, _I32(8)), bcond, bend)
+    builder.position_at_end(bend)
+    uns = _call(builder, "llvm.vector.reduce.or.v8i64", _I64, [builder.load(uns_p)])
+    mn = _call(builder, "llvm.vector.reduce.smin.v8i64", _I64, [builder.load(mn_p)])
+    mx = _call(builder, "llvm.vector.reduce.smax.v8i64", _I64, [builder.load(mx_p)])
+    return context.make_tuple(builder, sig.return_type,
+                              [builder.load(r_p), builder.load(prev_p), builder.load(last_p), uns, mn, mx])
+
+
+@intrinsic
+def rows_from_prefix(typingctx, ip, r, nr, b0, b1, buf, prev, os, last, mn, mx):
+    """Rows r, r+1, ... ending in the block [b0, b1), eight at a time, while
+    r + 8 <= nr: os[q] = P(ip[q + 1]) - P(row start), P read from buf (the
+    block's running prefix, buf[i - b0] = P(i + 1)) by a gather, the previous
+    row's end value ``prev`` shifted in. Returns (next row, prev, last end,
+    whether an end decreased, min(mn, values), max(mx, values)); the caller
+    finishes the rows the vector steps leave. ip: int64 offsets (contiguous),
+    buf: int64, os: int32 or int64 (contiguous)."""
+    if not (isinstance(ip, types.Array) and ip.dtype == types.int64 and ip.layout == "C"
+            and isinstance(buf, types.Array) and buf.dtype == types.int64 and buf.layout == "C"
+            and isinstance(os, types.Array) and os.dtype in (types.int32, types.int64) and os.layout == "C"):
+        return None
+    sig = types.UniTuple(types.int64, 6)(ip, types.int64, types.int64, types.int64, types.int64, buf, types.int64,
+                                         os, types.int64, types.int64, types.int64)
+    return sig, _rows_codegen

@@ -324,7 +324,7 @@ def segment_sum_csr(x, indptr, *, dtype=None, overflow="raise"):
     """
     src = x
     x = _values(x)
-    ip = as_indptr(to_numpy(indptr, "indptr"), "indptr", nnz=x.size, check_order=False)
+    ip = np.ascontiguousarray(as_indptr(to_numpy(indptr, "indptr"), "indptr", nnz=x.size, check_order=False))
     rdt = _result_dtype(x, dtype, "segment_sum_csr")
     check_overflow(overflow)
     m = ip.size - 1
