@@ -37,7 +37,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ._seg_kernels import BLOCK, I32_MAX, _abs_sum, _first_flag
-from ._vec import _call, _splat
+from ._vec import _call, _splat, strided_loop
 
 __all__ = ["AVAILABLE", "scan_int32", "segscan_int32", "segsum_int32"]
 
@@ -70,8 +70,6 @@ def _codegen(context, builder, sig, args):
     xb = x_t.dtype.bitwidth // 8
     iota = ir.Constant(_V, list(range(_W)))
 
-    i_p = cgutils.alloca_once(builder, _I64)
-    builder.store(lo, i_p)
     k_p = cgutils.alloca_once(builder, _I64)
     builder.store(k0, k_p)
     c_p = cgutils.alloca_once(builder, _V)
@@ -102,21 +100,7 @@ def _codegen(context, builder, sig, args):
         builder.store(builder.shuffle_vector(P, ir.Constant(_V, ir.Undefined),
                                              ir.Constant(ir.VectorType(_I32, _W), [_W - 1] * _W)), c_p)
 
-    fn = builder.function
-    bcond, bbody, bend = (fn.append_basic_block(n) for n in ("seg.cond", "seg.body", "seg.end"))
-    builder.branch(bcond)
-    builder.position_at_end(bcond)
-    i = builder.load(i_p)
-    builder.cbranch(builder.icmp_signed("<=", builder.add(i, _I64(_W)), hi), bbody, bend)
-    builder.position_at_end(bbody)
-    step(i, None)
-    builder.store(builder.add(i, _I64(_W)), i_p)
-    builder.branch(bcond)
-    builder.position_at_end(bend)
-    i = builder.load(i_p)
-    rem = builder.sub(hi, i)
-    with builder.if_then(builder.icmp_signed(">", rem, _I64(0))):
-        step(i, builder.icmp_signed("<", iota, _splat(builder, builder.trunc(rem, _I32), _V)))
+    strided_loop(builder, lo, hi, _W, step, "seg")
     p = builder.sext(builder.extract_element(builder.load(c_p), _I32(0)), _I64)
     return context.make_tuple(builder, sig.return_type, [builder.load(k_p), p])
 
@@ -129,9 +113,6 @@ def _scan_codegen(context, builder, sig, args):
     xt = context.get_value_type(x_t.dtype)
     xvt = ir.VectorType(xt, _W)
     xb = x_t.dtype.bitwidth // 8
-    iota = ir.Constant(_V, list(range(_W)))
-    i_p = cgutils.alloca_once(builder, _I64)
-    builder.store(lo, i_p)
     c_p = cgutils.alloca_once(builder, _V)
     builder.store(_splat(builder, builder.trunc(p0, _I32), _V), c_p)
 
@@ -154,21 +135,7 @@ def _scan_codegen(context, builder, sig, args):
         builder.store(builder.shuffle_vector(P, ir.Constant(_V, ir.Undefined),
                                              ir.Constant(ir.VectorType(_I32, _W), [_W - 1] * _W)), c_p)
 
-    fn = builder.function
-    bcond, bbody, bend = (fn.append_basic_block(n) for n in ("scan.cond", "scan.body", "scan.end"))
-    builder.branch(bcond)
-    builder.position_at_end(bcond)
-    i = builder.load(i_p)
-    builder.cbranch(builder.icmp_signed("<=", builder.add(i, _I64(_W)), hi), bbody, bend)
-    builder.position_at_end(bbody)
-    step(i, None)
-    builder.store(builder.add(i, _I64(_W)), i_p)
-    builder.branch(bcond)
-    builder.position_at_end(bend)
-    i = builder.load(i_p)
-    rem = builder.sub(hi, i)
-    with builder.if_then(builder.icmp_signed(">", rem, _I64(0))):
-        step(i, builder.icmp_signed("<", iota, _splat(builder, builder.trunc(rem, _I32), _V)))
+    strided_loop(builder, lo, hi, _W, step, "scan")
     return builder.sext(builder.extract_element(builder.load(c_p), _I32(0)), _I64)
 
 
@@ -218,8 +185,6 @@ def _segscan_codegen(context, builder, sig, args):
     iota = ir.Constant(_V, list(range(_W)))
     minus1 = ir.Constant(_V, [-1] * _W)
     last = ir.Constant(ir.VectorType(_I32, _W), [_W - 1] * _W)
-    i_p = cgutils.alloca_once(builder, _I64)
-    builder.store(lo, i_p)
     c_p = cgutils.alloca_once(builder, _V)  # P carried, all lanes
     builder.store(_splat(builder, builder.trunc(p0, _I32), _V), c_p)
     b_p = cgutils.alloca_once(builder, _V)  # the prefix before the open segment's start, all lanes
@@ -259,21 +224,7 @@ def _segscan_codegen(context, builder, sig, args):
         builder.store(builder.shuffle_vector(P, ir.Constant(_V, ir.Undefined), last), c_p)
         builder.store(builder.shuffle_vector(bv, ir.Constant(_V, ir.Undefined), last), b_p)
 
-    fn = builder.function
-    bcond, bbody, bend = (fn.append_basic_block(n) for n in ("sscan.cond", "sscan.body", "sscan.end"))
-    builder.branch(bcond)
-    builder.position_at_end(bcond)
-    i = builder.load(i_p)
-    builder.cbranch(builder.icmp_signed("<=", builder.add(i, _I64(_W)), hi), bbody, bend)
-    builder.position_at_end(bbody)
-    step(i, None)
-    builder.store(builder.add(i, _I64(_W)), i_p)
-    builder.branch(bcond)
-    builder.position_at_end(bend)
-    i = builder.load(i_p)
-    rem = builder.sub(hi, i)
-    with builder.if_then(builder.icmp_signed(">", rem, _I64(0))):
-        step(i, builder.icmp_signed("<", iota, _splat(builder, builder.trunc(rem, _I32), _V)))
+    strided_loop(builder, lo, hi, _W, step, "sscan")
     p = builder.sext(builder.extract_element(builder.load(c_p), _I32(0)), _I64)
     b = builder.sext(builder.extract_element(builder.load(b_p), _I32(0)), _I64)
     o = builder.zext(_call(builder, "llvm.vector.reduce.or.v16i8", _I8, [builder.load(o_p)]), _I64)

@@ -9,7 +9,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["prefix_i64", "rows_from_prefix"]
+__all__ = ["prefix_i64", "rows_from_prefix", "strided_loop"]
 
 _I32, _I64 = ir.IntType(32), ir.IntType(64)
 _OPAQUE = ir.PointerType()
@@ -29,6 +29,31 @@ def _splat(builder, val, vt):
                                                                                 [0] * vt.count))
 
 
+def strided_loop(builder, lo, hi, width, step, name):
+    """Emit ``for i in range(lo, hi, width)``: step(i, None) for every whole
+    vector, then step(i, lanes) once for a partial tail (lanes: the first
+    hi - i of ``width``). lo, hi: i64 values."""
+    i_p = cgutils.alloca_once(builder, _I64)
+    builder.store(lo, i_p)
+    fn = builder.function
+    bcond, bbody, bend = (fn.append_basic_block(f"{name}.{n}") for n in ("cond", "body", "end"))
+    builder.branch(bcond)
+    builder.position_at_end(bcond)
+    i = builder.load(i_p)
+    builder.cbranch(builder.icmp_signed("<=", builder.add(i, _I64(width)), hi), bbody, bend)
+    builder.position_at_end(bbody)
+    step(i, None)
+    builder.store(builder.add(i, _I64(width)), i_p)
+    builder.branch(bcond)
+    builder.position_at_end(bend)
+    i = builder.load(i_p)
+    rem = builder.sub(hi, i)
+    vt = ir.VectorType(_I32, width)
+    with builder.if_then(builder.icmp_signed(">", rem, _I64(0))):
+        step(i, builder.icmp_signed("<", ir.Constant(vt, list(range(width))),
+                                    _splat(builder, builder.trunc(rem, _I32), vt)))
+
+
 _V8 = ir.VectorType(_I64, 8)
 
 
@@ -40,10 +65,7 @@ def _prefix64_codegen(context, builder, sig, args):
     xt = context.get_value_type(x_t.dtype)
     xvt = ir.VectorType(xt, 8)
     xb = x_t.dtype.bitwidth // 8
-    iota = ir.Constant(ir.VectorType(_I64, 8), list(range(8)))
     zero = ir.Constant(_V8, None)
-    i_p = cgutils.alloca_once(builder, _I64)
-    builder.store(lo, i_p)
     c_p = cgutils.alloca_once(builder, _V8)
     builder.store(_splat(builder, p0, _V8), c_p)
 
@@ -68,21 +90,7 @@ def _prefix64_codegen(context, builder, sig, args):
         builder.store(builder.shuffle_vector(P, ir.Constant(_V8, ir.Undefined),
                                              ir.Constant(ir.VectorType(_I32, 8), [7] * 8)), c_p)
 
-    fn = builder.function
-    bcond, bbody, bend = (fn.append_basic_block(n) for n in ("pre.cond", "pre.body", "pre.end"))
-    builder.branch(bcond)
-    builder.position_at_end(bcond)
-    i = builder.load(i_p)
-    builder.cbranch(builder.icmp_signed("<=", builder.add(i, _I64(8)), hi), bbody, bend)
-    builder.position_at_end(bbody)
-    step(i, None)
-    builder.store(builder.add(i, _I64(8)), i_p)
-    builder.branch(bcond)
-    builder.position_at_end(bend)
-    i = builder.load(i_p)
-    rem = builder.sub(hi, i)
-    with builder.if_then(builder.icmp_signed(">", rem, _I64(0))):
-        step(i, builder.icmp_signed("<", iota, _splat(builder, rem, ir.VectorType(_I64, 8))))
+    strided_loop(builder, lo, hi, 8, step, "pre")
     return builder.extract_element(builder.load(c_p), _I32(0))
 
 
