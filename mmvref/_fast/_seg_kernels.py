@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit, prange
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from ._vec import prefix_i64, rows_from_prefix
+from ._vec import prefix_i64, rows_from_prefix, sum_i64
 
 BLOCK = 1024
 I32_MAX = 2147483647
@@ -416,10 +416,7 @@ def csr_sums_int(x, indptr, rstarts, share, out, mins, maxs):
         for r in range(rstarts[t], rstarts[t + 1]):
             if indptr[r + 1] - indptr[r] > share:
                 continue
-            xs = x[indptr[r]:indptr[r + 1]]
-            a = np.int64(0)
-            for i in range(xs.size):
-                a += xs[i]
+            a = sum_i64(x, np.int64(indptr[r]), np.int64(indptr[r + 1]))  # offsets checked by the caller
             out[r] = a
             mn = min(mn, a)
             mx = max(mx, a)
