@@ -37,7 +37,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ._seg_kernels import BLOCK, I32_MAX, _abs_sum, _first_flag
-from ._vec import _call, _splat, strided_loop
+from ._vec import _call, _splat, load_lanes, strided_loop
 
 __all__ = ["AVAILABLE", "scan_int32", "segscan_int32", "segsum_int32"]
 
@@ -65,9 +65,7 @@ def _codegen(context, builder, sig, args):
     out = context.make_array(out_t)(context, builder, args[4]).data
     lo, hi, k0, p0 = args[2], args[3], args[5], args[6]
     xt = context.get_value_type(x_t.dtype)
-    xvt = ir.VectorType(xt, _W)
     fvt = ir.VectorType(_I8, _W)
-    xb = x_t.dtype.bitwidth // 8
     iota = ir.Constant(_V, list(range(_W)))
 
     k_p = cgutils.alloca_once(builder, _I64)
@@ -76,17 +74,8 @@ def _codegen(context, builder, sig, args):
     builder.store(_splat(builder, builder.trunc(p0, _I32), _V), c_p)
 
     def step(i, lanes_mask):
-        xp = builder.bitcast(builder.gep(x, [i], inbounds=True), _OPAQUE)
-        fp = builder.bitcast(builder.gep(f, [i], inbounds=True), _OPAQUE)
-        if lanes_mask is None:
-            xv = builder.load(builder.bitcast(xp, xvt.as_pointer()), align=xb)
-            fv = builder.load(builder.bitcast(fp, fvt.as_pointer()), align=1)
-        else:
-            xv = _call(builder, f"llvm.masked.load.v16i{xt.width}.p0", xvt,
-                       [xp, _I32(xb), lanes_mask, ir.Constant(xvt, None)])
-            fv = _call(builder, "llvm.masked.load.v16i8.p0", fvt, [fp, _I32(1), lanes_mask, ir.Constant(fvt, None)])
-        if xt.width < 32:
-            xv = builder.sext(xv, _V)
+        xv = load_lanes(builder, x, i, xt, _W, lanes_mask, _I32)
+        fv = load_lanes(builder, f, i, _I8, _W, lanes_mask)
         m = builder.icmp_unsigned("!=", fv, ir.Constant(fvt, None))
         P = builder.add(_scan16(builder, xv), builder.load(c_p))
         E = builder.sub(P, xv)
@@ -111,21 +100,12 @@ def _scan_codegen(context, builder, sig, args):
     out = context.make_array(out_t)(context, builder, args[3]).data
     lo, hi, p0, excl = args[1], args[2], args[4], args[5]
     xt = context.get_value_type(x_t.dtype)
-    xvt = ir.VectorType(xt, _W)
-    xb = x_t.dtype.bitwidth // 8
     c_p = cgutils.alloca_once(builder, _V)
     builder.store(_splat(builder, builder.trunc(p0, _I32), _V), c_p)
 
     def step(i, lanes_mask):
-        xp = builder.bitcast(builder.gep(x, [i], inbounds=True), _OPAQUE)
         op = builder.bitcast(builder.gep(out, [i], inbounds=True), _OPAQUE)
-        if lanes_mask is None:
-            xv = builder.load(builder.bitcast(xp, xvt.as_pointer()), align=xb)
-        else:
-            xv = _call(builder, f"llvm.masked.load.v16i{xt.width}.p0", xvt,
-                       [xp, _I32(xb), lanes_mask, ir.Constant(xvt, None)])
-        if xt.width < 32:
-            xv = builder.sext(xv, _V)
+        xv = load_lanes(builder, x, i, xt, _W, lanes_mask, _I32)
         P = builder.add(_scan16(builder, xv), builder.load(c_p))
         res = builder.select(excl, builder.sub(P, xv), P)
         if lanes_mask is None:
@@ -179,9 +159,7 @@ def _segscan_codegen(context, builder, sig, args):
     out = context.make_array(out_t)(context, builder, args[4]).data
     lo, hi, p0, b0, excl = args[2], args[3], args[5], args[6], args[7]
     xt = context.get_value_type(x_t.dtype)
-    xvt = ir.VectorType(xt, _W)
     fvt = ir.VectorType(_I8, _W)
-    xb = x_t.dtype.bitwidth // 8
     iota = ir.Constant(_V, list(range(_W)))
     minus1 = ir.Constant(_V, [-1] * _W)
     last = ir.Constant(ir.VectorType(_I32, _W), [_W - 1] * _W)
@@ -193,18 +171,9 @@ def _segscan_codegen(context, builder, sig, args):
     builder.store(ir.Constant(fvt, None), o_p)
 
     def step(i, lanes_mask):
-        xp = builder.bitcast(builder.gep(x, [i], inbounds=True), _OPAQUE)
-        fp = builder.bitcast(builder.gep(f, [i], inbounds=True), _OPAQUE)
         op = builder.bitcast(builder.gep(out, [i], inbounds=True), _OPAQUE)
-        if lanes_mask is None:
-            xv = builder.load(builder.bitcast(xp, xvt.as_pointer()), align=xb)
-            fv = builder.load(builder.bitcast(fp, fvt.as_pointer()), align=1)
-        else:
-            xv = _call(builder, f"llvm.masked.load.v16i{xt.width}.p0", xvt,
-                       [xp, _I32(xb), lanes_mask, ir.Constant(xvt, None)])
-            fv = _call(builder, "llvm.masked.load.v16i8.p0", fvt, [fp, _I32(1), lanes_mask, ir.Constant(fvt, None)])
-        if xt.width < 32:
-            xv = builder.sext(xv, _V)
+        xv = load_lanes(builder, x, i, xt, _W, lanes_mask, _I32)
+        fv = load_lanes(builder, f, i, _I8, _W, lanes_mask)
         builder.store(builder.or_(builder.load(o_p), fv), o_p)
         m = builder.icmp_unsigned("!=", fv, ir.Constant(fvt, None))
         P = builder.add(_scan16(builder, xv), builder.load(c_p))

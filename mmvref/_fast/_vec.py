@@ -9,7 +9,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["prefix_i64", "rows_from_prefix", "strided_loop", "sum_i64"]
+__all__ = ["load_lanes", "prefix_i64", "rows_from_prefix", "strided_loop", "sum_i64"]
 
 _I32, _I64 = ir.IntType(32), ir.IntType(64)
 _OPAQUE = ir.PointerType()
@@ -27,6 +27,23 @@ def _splat(builder, val, vt):
     v = builder.insert_element(ir.Constant(vt, ir.Undefined), val, _I32(0))
     return builder.shuffle_vector(v, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(_I32, vt.count),
                                                                                 [0] * vt.count))
+
+
+def load_lanes(builder, base, i, elem_t, width, lanes_mask, widen_to=None):
+    """``width`` integers base[i], base[i + 1], ... (a masked load with zeros in the
+    other lanes when ``lanes_mask`` is given: a tail), sign-extended to ``widen_to``
+    when that integer type is wider."""
+    p = builder.bitcast(builder.gep(base, [i], inbounds=True), _OPAQUE)
+    vt = ir.VectorType(elem_t, width)
+    align = elem_t.width // 8
+    if lanes_mask is None:
+        v = builder.load(builder.bitcast(p, vt.as_pointer()), align=align)
+    else:
+        v = _call(builder, f"llvm.masked.load.v{width}i{elem_t.width}.p0", vt,
+                  [p, _I32(align), lanes_mask, ir.Constant(vt, None)])
+    if widen_to is not None and elem_t.width < widen_to.width:
+        v = builder.sext(v, ir.VectorType(widen_to, width))
+    return v
 
 
 def strided_loop(builder, lo, hi, width, step, name):
@@ -63,22 +80,13 @@ def _prefix64_codegen(context, builder, sig, args):
     buf = context.make_array(buf_t)(context, builder, args[3]).data
     lo, hi, p0 = args[1], args[2], args[4]
     xt = context.get_value_type(x_t.dtype)
-    xvt = ir.VectorType(xt, 8)
-    xb = x_t.dtype.bitwidth // 8
     zero = ir.Constant(_V8, None)
     c_p = cgutils.alloca_once(builder, _V8)
     builder.store(_splat(builder, p0, _V8), c_p)
 
     def step(i, lanes_mask):
-        xp = builder.bitcast(builder.gep(x, [i], inbounds=True), _OPAQUE)
         bp = builder.bitcast(builder.gep(buf, [builder.sub(i, lo)], inbounds=True), _OPAQUE)
-        if lanes_mask is None:
-            xv = builder.load(builder.bitcast(xp, xvt.as_pointer()), align=xb)
-        else:
-            xv = _call(builder, f"llvm.masked.load.v8i{xt.width}.p0", xvt,
-                       [xp, _I32(xb), lanes_mask, ir.Constant(xvt, None)])
-        if xt.width < 64:
-            xv = builder.sext(xv, _V8)
+        xv = load_lanes(builder, x, i, xt, 8, lanes_mask, _I64)
         for sh in (1, 2, 4):
             idx = [(j - sh) if j >= sh else 8 for j in range(8)]
             xv = builder.add(xv, builder.shuffle_vector(xv, zero, ir.Constant(ir.VectorType(_I32, 8), idx)))
@@ -194,21 +202,12 @@ def _sum_codegen(context, builder, sig, args):
     lo, hi = args[1], args[2]
     xt = context.get_value_type(x_t.dtype)
     W = 16
-    xvt = ir.VectorType(xt, W)
     vt = ir.VectorType(_I64, W)
-    xb = x_t.dtype.bitwidth // 8
     acc_p = cgutils.alloca_once(builder, vt)
     builder.store(ir.Constant(vt, None), acc_p)
 
     def step(i, lanes_mask):
-        xp = builder.bitcast(builder.gep(x, [i], inbounds=True), _OPAQUE)
-        if lanes_mask is None:
-            xv = builder.load(builder.bitcast(xp, xvt.as_pointer()), align=xb)
-        else:
-            xv = _call(builder, f"llvm.masked.load.v{W}i{xt.width}.p0", xvt,
-                       [xp, _I32(xb), lanes_mask, ir.Constant(xvt, None)])
-        if xt.width < 64:
-            xv = builder.sext(xv, vt)
+        xv = load_lanes(builder, x, i, xt, W, lanes_mask, _I64)
         builder.store(builder.add(builder.load(acc_p), xv), acc_p)
 
     strided_loop(builder, lo, hi, W, step, "sum")
