@@ -148,6 +148,45 @@ def test_segmented_sum_int_edges(simd, case, overflow):
         _run(lambda: mmvref.segmented_sum(x, f, overflow=overflow), oracle_segmented_sum(x, f), x, overflow)
 
 
+@st.composite
+def few_starts(draw):
+    """Long inputs with a handful of segment starts anywhere (inside or at the edge of a
+    64-flag group, in a masked tail): the flag densities below 1/64 for which the
+    AVX-512 segmented_sum adds up start-free groups without scanning them."""
+    dt = draw(st.sampled_from(["int8", "int16", "int32"]))
+    n = draw(st.integers(0, 2500))
+    info = np.iinfo(dt)
+    lim = draw(st.sampled_from([100, info.max]))  # info.max: blocks that fail the overflow screen
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    x = rng.integers(max(-lim, info.min), lim, n, endpoint=True).astype(dt)
+    f = np.zeros(n, np.uint8)
+    if n:
+        edges = [i for i in (0, 1, 63, 64, 65, 127, 128, 1023, 1024, 1025, n - 1) if i < n]
+        pos = draw(st.lists(st.one_of(st.sampled_from(edges), st.integers(0, n - 1)), max_size=6))
+        f[pos] = 1
+    return x, f
+
+
+@pytest.mark.parametrize("simd", [True, False], ids=["simd", "no_simd"])
+@given(few_starts(), st.sampled_from(["raise", "wrap"]))
+def test_segmented_sum_few_starts(simd, case, overflow):
+    x, f = case
+    with _simd(simd):
+        _run(lambda: mmvref.segmented_sum(x, f, overflow=overflow), oracle_segmented_sum(x, f), x, overflow)
+        _run(lambda: mmvref.segmented_scan(x, f, overflow=overflow), oracle_segmented_scan(x, f, False),
+             x, overflow)
+
+
+@given(st.lists(st.lists(st.sampled_from([2**31 - 1, -2**31, 1, -1, 0, 7]), max_size=4), min_size=8, max_size=40),
+       st.sampled_from(["raise", "wrap"]))
+def test_segment_sum_csr_short_rows_near_int32_limits(rows, overflow):
+    """Many short rows (the eight-rows-per-step kernel, int32 words) with values at the int32
+    limits: a row whose sum leaves int32 raises or wraps wherever it sits."""
+    x = np.array([v for r in rows for v in r], dtype=np.int32)
+    ip = np.cumsum([0] + [len(r) for r in rows])
+    _run(lambda: mmvref.segment_sum_csr(x, ip, overflow=overflow), oracle_segment_sum_csr(x, ip), x, overflow)
+
+
 @given(inputs(), st.sampled_from(["raise", "wrap"]))
 def test_segment_sum_csr(case, overflow):
     x, _, rng = case
@@ -164,6 +203,10 @@ def test_int_edges_overflow_raise_and_wrap(case, overflow, exclusive):
          oracle_segmented_scan(x, f, exclusive), x, overflow)
     _run(lambda: mmvref.segmented_sum(x, f, overflow=overflow), oracle_segmented_sum(x, f), x, overflow)
     _run(lambda: mmvref.scan(x, exclusive=exclusive, overflow=overflow), oracle_scan(x, exclusive), x, overflow)
+    # segment_sum_csr's short-row kernel (rows of < 32 elements on average) sums in int32 words
+    # unless a row's length times max |x| may exceed int32: both paths, and the overflow
+    ip = np.flatnonzero(np.r_[True, f[1:] != 0, True]) if len(x) else np.zeros(1, np.int64)
+    _run(lambda: mmvref.segment_sum_csr(x, ip, overflow=overflow), oracle_segment_sum_csr(x, ip), x, overflow)
 
 
 @given(inputs())

@@ -486,10 +486,11 @@ def _scan_row_seq(xr, orow, exclusive, check64):
     mn = np.int64(0)
     mx = np.int64(0)
     bad = np.int64(0)
+    last = xr.size - 1
     for i in range(xr.size):
         v = np.int64(xr[i])
         s = a + v
-        if check64:
+        if check64 and (i < last or not exclusive):  # an exclusive scan never writes the row total
             bad |= (a ^ s) & (v ^ s)
         r = a if exclusive else s
         orow[i] = r

@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit, prange
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from ._vec import prefix_i64, rows_from_prefix, sum_i64
+from ._vec import block_prefix, rows_from_prefix, same_width, sum_i64
 
 BLOCK = 1024
 I32_MAX = 2147483647
@@ -425,17 +425,23 @@ def csr_sums_int(x, indptr, rstarts, share, out, mins, maxs):
 
 
 @njit(cache=True, parallel=True)
-def csr_sums_int_short(x, indptr, rstarts, out, mins, maxs, bad):
+def csr_sums_int_short(x, indptr, rstarts, out, mins, maxs, bad, bufs, suspect):
     """Integer segment sums for short rows: one running prefix sum per task,
     kept in an L1-sized buffer block by block; a row's sum is the prefix at its
-    end minus the prefix at the previous row's end (exact in int64). Avoids a
-    loop set-up per row, which dominates when rows hold ~10 elements.
+    end minus the prefix at the previous row's end. Avoids a loop set-up per
+    row, which dominates when rows hold ~10 elements.
+
+    ``bufs`` (tasks x B, row t for task t): int64 prefixes are exact; int32
+    prefixes (int8/16/32 values) wrap, take half the instructions, and a row's
+    value is its sum modulo 2**32: suspect[t] is set when the task's longest
+    row times its max |x| exceeds 2**31 - 1 (the caller then recomputes with
+    int64 buffers), so an unflagged task's values and mins/maxs are exact.
 
     It also checks the offsets it reads (so the caller needs no separate pass):
     bad[t] >= 0 when task t saw a decreasing offset, else -1; buffer reads are
     clamped, so unsorted offsets give garbage, never a wild read, and the
     caller raises (naming the position after a separate search)."""
-    B = 4096
+    B = bufs.shape[1]
     for t in prange(rstarts.size - 1):
         r0, r1 = rstarts[t], rstarts[t + 1]
         ip = indptr[r0:r1 + 1]
@@ -450,8 +456,10 @@ def csr_sums_int_short(x, indptr, rstarts, out, mins, maxs, bad):
             maxs[t] = 0
             bad[t] = r0
             continue
-        buf = np.empty(B, np.int64)
+        buf = bufs[t]
         mn = np.int64(0)
+        xmax = np.int64(0)
+        lmax = np.int64(0)
         mx = np.int64(0)
         first_bad = -1
         unsorted = False
@@ -464,15 +472,18 @@ def csr_sums_int_short(x, indptr, rstarts, out, mins, maxs, bad):
         last = e0
         for b0 in range(e0, e1, B):
             b1 = min(b0 + B, e1)
-            p = prefix_i64(x, b0, b1, buf, p)  # the block's running prefix, eight lanes at a time
-            r, prev, last, u, mn, mx = rows_from_prefix(ip, r, nr, b0, b1, buf, prev, os, last, mn, mx)
+            p, bx = block_prefix(x, b0, b1, buf, p)  # the block's running prefix
+            xmax = max(xmax, bx)
+            r, prev, last, u, mn, mx, ln = rows_from_prefix(ip, r, nr, b0, b1, buf, prev, os, last, mn, mx)
+            lmax = max(lmax, ln)
             unsorted |= u != 0
             while r < nr and ip[r + 1] <= b1:  # the rows the eight-row steps left
                 end = ip[r + 1]
                 unsorted |= end < last  # branch-free: the caller finds the position
+                lmax = max(lmax, end - last)
                 last = end
                 j = min(np.uint64(end - 1 - b0), np.uint64(B - 1))  # clamped (negative -> huge -> B-1)
-                v = buf[j] - prev
+                v = same_width(buf, buf[j] - prev)
                 os[r] = v
                 prev += v
                 mn = min(mn, v)
@@ -487,6 +498,7 @@ def csr_sums_int_short(x, indptr, rstarts, out, mins, maxs, bad):
         mins[t] = mn
         maxs[t] = mx
         bad[t] = first_bad
+        suspect[t] = lmax * xmax > I32_MAX
 
 
 @njit(cache=True, parallel=True, fastmath={"reassoc", "nsz", "arcp", "contract"})

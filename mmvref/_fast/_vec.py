@@ -9,9 +9,9 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["load_lanes", "prefix_i64", "rows_from_prefix", "strided_loop", "sum_i64"]
+__all__ = ["block_prefix", "load_lanes", "rows_from_prefix", "same_width", "scan_range", "strided_loop", "sum_i64"]
 
-_I32, _I64 = ir.IntType(32), ir.IntType(64)
+_I1, _I32, _I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 _OPAQUE = ir.PointerType()
 
 
@@ -74,12 +74,104 @@ def strided_loop(builder, lo, hi, width, step, name):
 _V8 = ir.VectorType(_I64, 8)
 
 
-def _prefix64_codegen(context, builder, sig, args):
+_W = 16
+_V16 = ir.VectorType(_I32, _W)
+
+
+def scan16(builder, v):
+    """Inclusive prefix sums of 16 int32 lanes: lane j += lane j - s for s = 1, 2, 4, 8."""
+    zero = ir.Constant(_V16, None)
+    for s in (1, 2, 4, 8):
+        idx = [(j - s) if j >= s else _W for j in range(_W)]  # lane 16 = the first lane of ``zero``
+        v = builder.add(v, builder.shuffle_vector(v, zero, ir.Constant(_V16, idx)))
+    return v
+
+
+def carry16(builder, c, S):
+    """The carry into the next vector, c + (last lane of S) in every lane. Adding the
+    broadcast sum to the old carry, rather than broadcasting the last lane of P = S + c,
+    leaves a single vector add on the chain from one vector to the next (the broadcast's
+    latency then overlaps across iterations)."""
+    return builder.add(c, builder.shuffle_vector(S, ir.Constant(_V16, ir.Undefined),
+                                                 ir.Constant(_V16, [_W - 1] * _W)))
+
+
+def absmax16(builder, xv, mx_p):
+    """*mx_p = max(*mx_p, |xv|) lane-wise, unsigned (|INT32_MIN| = 2**31): an overflow
+    screen's max |x|, gathered while the values are in registers."""
+    a = _call(builder, "llvm.abs.v16i32", _V16, [xv, ir.Constant(_I1, 0)])
+    builder.store(_call(builder, "llvm.umax.v16i32", _V16, [builder.load(mx_p), a]), mx_p)
+
+
+def reduce_umax16(builder, mx_p):
+    return builder.zext(_call(builder, "llvm.vector.reduce.umax.v16i32", _I32, [builder.load(mx_p)]), _I64)
+
+
+def _scan32(builder, x, xt, out, lo, hi, p0, excl, off):
+    """out[i - off] = (inclusive or, when excl, exclusive) int32 prefix from p0 for
+    lo <= i < hi, 16 lanes at a time; returns (the last P as i64, max |x| as i64)."""
+    c_p = cgutils.alloca_once(builder, _V16)
+    builder.store(_splat(builder, builder.trunc(p0, _I32), _V16), c_p)
+    mx_p = cgutils.alloca_once(builder, _V16)
+    builder.store(ir.Constant(_V16, None), mx_p)
+
+    def step(i, lanes_mask):
+        op = builder.bitcast(builder.gep(out, [builder.sub(i, off)], inbounds=True), _OPAQUE)
+        xv = load_lanes(builder, x, i, xt, _W, lanes_mask, _I32)
+        absmax16(builder, xv, mx_p)
+        S = scan16(builder, xv)
+        c = builder.load(c_p)
+        P = builder.add(S, c)
+        res = builder.select(excl, builder.sub(P, xv), P)
+        if lanes_mask is None:
+            builder.store(res, builder.bitcast(op, _V16.as_pointer()), align=4)
+        else:
+            _call(builder, "llvm.masked.store.v16i32.p0", ir.VoidType(), [res, op, _I32(4), lanes_mask])
+        builder.store(carry16(builder, c, S), c_p)
+
+    strided_loop(builder, lo, hi, _W, step, "scan")
+    p = builder.sext(builder.extract_element(builder.load(c_p), _I32(0)), _I64)
+    return p, reduce_umax16(builder, mx_p)
+
+
+def _int32_array(a):
+    return isinstance(a, types.Array) and a.layout == "C" and a.dtype == types.int32
+
+
+def _narrow_values(x):
+    return (isinstance(x, types.Array) and isinstance(x.dtype, types.Integer) and x.dtype.bitwidth <= 32
+            and x.layout == "C")
+
+
+def _scan_range_codegen(context, builder, sig, args):
+    x = context.make_array(sig.args[0])(context, builder, args[0]).data
+    out = context.make_array(sig.args[3])(context, builder, args[3]).data
+    p, mx = _scan32(builder, x, context.get_value_type(sig.args[0].dtype), out, args[1], args[2], args[4],
+                    args[5], _I64(0))
+    return context.make_tuple(builder, sig.return_type, [p, mx])
+
+
+@intrinsic
+def scan_range(typingctx, x, lo, hi, out, p, exclusive):
+    """out[i] = p + x[lo] + ... + x[i] (inclusive) or that less x[i] (exclusive)
+    for lo <= i < hi, int32 words that wrap; returns (p + sum(x[lo:hi]), max |x[i]|).
+    Sixteen lanes at a time, an in-register scan. x (int8/16/32) and out (int32)
+    contiguous, 0 <= lo <= hi <= len."""
+    if not (_narrow_values(x) and _int32_array(out)):
+        return None
+    return types.UniTuple(types.int64, 2)(x, types.int64, types.int64, out, types.int64, types.boolean), \
+        _scan_range_codegen
+
+
+def _block_prefix_codegen(context, builder, sig, args):
     x_t, buf_t = sig.args[0], sig.args[3]
     x = context.make_array(x_t)(context, builder, args[0]).data
     buf = context.make_array(buf_t)(context, builder, args[3]).data
     lo, hi, p0 = args[1], args[2], args[4]
     xt = context.get_value_type(x_t.dtype)
+    if buf_t.dtype == types.int32:
+        p, mx = _scan32(builder, x, xt, buf, lo, hi, p0, ir.Constant(_I1, 0), lo)
+        return context.make_tuple(builder, sig.return_type, [p, mx])
     zero = ir.Constant(_V8, None)
     c_p = cgutils.alloca_once(builder, _V8)
     builder.store(_splat(builder, p0, _V8), c_p)
@@ -90,27 +182,35 @@ def _prefix64_codegen(context, builder, sig, args):
         for sh in (1, 2, 4):
             idx = [(j - sh) if j >= sh else 8 for j in range(8)]
             xv = builder.add(xv, builder.shuffle_vector(xv, zero, ir.Constant(ir.VectorType(_I32, 8), idx)))
-        P = builder.add(xv, builder.load(c_p))
+        c = builder.load(c_p)
+        P = builder.add(xv, c)
         if lanes_mask is None:
             builder.store(P, builder.bitcast(bp, _V8.as_pointer()), align=8)
         else:
             _call(builder, "llvm.masked.store.v8i64.p0", ir.VoidType(), [P, bp, _I32(8), lanes_mask])
-        builder.store(builder.shuffle_vector(P, ir.Constant(_V8, ir.Undefined),
-                                             ir.Constant(ir.VectorType(_I32, 8), [7] * 8)), c_p)
+        # c + (the vector's sum in every lane): one add on the chain between vectors, the
+        # broadcast off it (broadcasting P's last lane put the shuffle's latency on the chain)
+        builder.store(builder.add(c, builder.shuffle_vector(xv, ir.Constant(_V8, ir.Undefined),
+                                                            ir.Constant(ir.VectorType(_I32, 8), [7] * 8))), c_p)
 
     strided_loop(builder, lo, hi, 8, step, "pre")
-    return builder.extract_element(builder.load(c_p), _I32(0))
+    p = builder.extract_element(builder.load(c_p), _I32(0))
+    return context.make_tuple(builder, sig.return_type, [p, _I64(0)])
 
 
 @intrinsic
-def prefix_i64(typingctx, x, lo, hi, buf, p):
-    """buf[i - lo] = p + x[lo] + ... + x[i] for lo <= i < hi, in int64 (exact for
-    int8/16/32 values; int64 wraps); returns the last. Eight lanes at a time, an
-    in-register scan. x and buf contiguous, len(buf) >= hi - lo."""
+def block_prefix(typingctx, x, lo, hi, buf, p):
+    """buf[i - lo] = p + x[lo] + ... + x[i] for lo <= i < hi; returns (the last,
+    max |x[i]|). An int64 ``buf``: exact for int8/16/32 values (int64 wraps),
+    eight lanes at a time, and max |x| is not gathered (0). An int32 ``buf``
+    (int8/16/32 values): words that wrap, sixteen lanes at a time (twice the
+    elements per instruction), max |x| for the caller's overflow screen.
+    x and buf contiguous, len(buf) >= hi - lo."""
     if not (isinstance(x, types.Array) and isinstance(x.dtype, types.Integer) and x.layout == "C"
-            and isinstance(buf, types.Array) and buf.layout == "C" and buf.dtype == types.int64):
+            and isinstance(buf, types.Array) and buf.layout == "C"
+            and (buf.dtype == types.int64 or (buf.dtype == types.int32 and _narrow_values(x)))):
         return None
-    return types.int64(x, types.int64, types.int64, buf, types.int64), _prefix64_codegen
+    return types.UniTuple(types.int64, 2)(x, types.int64, types.int64, buf, types.int64), _block_prefix_codegen
 
 
 def _rows_codegen(context, builder, sig, args):
@@ -120,15 +220,18 @@ def _rows_codegen(context, builder, sig, args):
     os = context.make_array(os_t)(context, builder, args[7]).data
     r0, nr, b0, b1, prev0, last0, mn0, mx0 = args[1], args[2], args[3], args[4], args[6], args[8], args[9], args[10]
     ot = context.get_value_type(os_t.dtype)
+    bt = context.get_value_type(buf_t.dtype)  # i64, or i32 words that wrap
+    BV = ir.VectorType(bt, 8)
     V8 = _V8
     i8, i1 = ir.IntType(8), ir.IntType(1)
     iota = ir.Constant(V8, list(range(8)))
     shift_in = ir.Constant(ir.VectorType(_I32, 8), [8] + list(range(7)))
     r_p, prev_p, last_p = (cgutils.alloca_once(builder, _I64) for _ in range(3))
-    uns_p, mn_p, mx_p = (cgutils.alloca_once(builder, V8) for _ in range(3))
+    uns_p, mn_p, mx_p, len_p = (cgutils.alloca_once(builder, V8) for _ in range(4))
     for ptr, val in ((r_p, r0), (prev_p, prev0), (last_p, last0)):
         builder.store(val, ptr)
     builder.store(ir.Constant(V8, None), uns_p)
+    builder.store(ir.Constant(V8, None), len_p)
     builder.store(_splat(builder, mn0, V8), mn_p)
     builder.store(_splat(builder, mx0, V8), mx_p)
     bmax = _splat(builder, builder.sub(b1, _I64(1)), V8)
@@ -150,12 +253,15 @@ def _rows_codegen(context, builder, sig, args):
     # row end e: the prefix at e - 1, an index into the block's buffer (clamped: unsorted offsets read garbage)
     j = _call(builder, "llvm.umin.v8i64", V8, [builder.sub(e, _splat(builder, builder.add(b0, _I64(1)), V8)),
                                               builder.sub(bmax, _splat(builder, b0, V8))])
-    g = builder.gep(buf, [j], inbounds=True, source_etype=_I64)
+    g = builder.gep(buf, [j], inbounds=True, source_etype=bt)
     g.type = ir.VectorType(buf.type, 8)
-    vals = _call(builder, "llvm.masked.gather.v8i64.v8p0", V8,
-                 [builder.bitcast(g, ir.VectorType(_OPAQUE, 8)), _I32(8), lanes, ir.Constant(V8, None)])
-    prv = builder.shuffle_vector(vals, _splat(builder, builder.load(prev_p), V8), shift_in)
-    v = builder.sub(vals, prv)
+    vals = _call(builder, f"llvm.masked.gather.v8i{bt.width}.v8p0", BV,
+                 [builder.bitcast(g, ir.VectorType(_OPAQUE, 8)), _I32(bt.width // 8), lanes, ir.Constant(BV, None)])
+    prv = builder.shuffle_vector(vals, _splat(builder, builder.trunc(builder.load(prev_p), bt)
+                                              if bt.width < 64 else builder.load(prev_p), BV), shift_in)
+    v = builder.sub(vals, prv)  # int32 words: the row sum modulo 2**32
+    if bt.width < 64:
+        v = builder.sext(v, V8)
     dst = builder.bitcast(builder.gep(os, [r], inbounds=True), _OPAQUE)
     vo = builder.trunc(v, ir.VectorType(ot, 8)) if ot.width < 64 else v
     _call(builder, f"llvm.masked.store.v8i{ot.width}.p0", ir.VoidType(), [vo, dst, _I32(ot.width // 8), lanes])
@@ -164,9 +270,12 @@ def _rows_codegen(context, builder, sig, args):
     builder.store(_call(builder, "llvm.smax.v8i64", V8, [builder.load(mx_p), vz]), mx_p)
     pe = builder.shuffle_vector(e, _splat(builder, builder.load(last_p), V8), shift_in)
     dec = builder.and_(lanes, builder.icmp_signed("<", e, pe))
+    ln = builder.select(lanes, builder.sub(e, pe), ir.Constant(V8, None))
+    builder.store(_call(builder, "llvm.smax.v8i64", V8, [builder.load(len_p), ln]), len_p)
     builder.store(builder.or_(builder.load(uns_p), builder.zext(dec, V8)), uns_p)
     with builder.if_then(builder.icmp_unsigned(">", k, _I32(0))):
-        builder.store(builder.extract_element(vals, builder.sub(k, _I32(1))), prev_p)
+        pv = builder.extract_element(vals, builder.sub(k, _I32(1)))
+        builder.store(builder.sext(pv, _I64) if bt.width < 64 else pv, prev_p)
         builder.store(builder.extract_element(e, builder.sub(k, _I32(1))), last_p)
     builder.store(builder.add(r, k64), r_p)
     builder.cbranch(builder.icmp_unsigned("==", k, _I32(8)), bcond, bend)
@@ -174,8 +283,9 @@ def _rows_codegen(context, builder, sig, args):
     uns = _call(builder, "llvm.vector.reduce.or.v8i64", _I64, [builder.load(uns_p)])
     mn = _call(builder, "llvm.vector.reduce.smin.v8i64", _I64, [builder.load(mn_p)])
     mx = _call(builder, "llvm.vector.reduce.smax.v8i64", _I64, [builder.load(mx_p)])
+    ln = _call(builder, "llvm.vector.reduce.smax.v8i64", _I64, [builder.load(len_p)])
     return context.make_tuple(builder, sig.return_type,
-                              [builder.load(r_p), builder.load(prev_p), builder.load(last_p), uns, mn, mx])
+                              [builder.load(r_p), builder.load(prev_p), builder.load(last_p), uns, mn, mx, ln])
 
 
 @intrinsic
@@ -184,16 +294,20 @@ def rows_from_prefix(typingctx, ip, r, nr, b0, b1, buf, prev, os, last, mn, mx):
     r + 8 <= nr: os[q] = P(ip[q + 1]) - P(row start), P read from buf (the
     block's running prefix, buf[i - b0] = P(i + 1)) by a gather, the previous
     row's end value ``prev`` shifted in. Returns (next row, prev, last end,
-    whether an end decreased, min(mn, values), max(mx, values)); the caller
-    finishes the rows the vector steps leave. ip: int64 offsets (contiguous),
-    buf: int64, os: int32 or int64 (contiguous)."""
+    whether an end decreased, min(mn, values), max(mx, values), the longest of
+    these rows); the caller finishes the rows the vector steps leave. ip: int64
+    offsets (contiguous); buf: int64, or int32 words that wrap (a row's value is
+    then its sum modulo 2**32, exact when it fits int32); os: int32 or int64
+    (contiguous)."""
     if not (isinstance(ip, types.Array) and ip.dtype == types.int64 and ip.layout == "C"
-            and isinstance(buf, types.Array) and buf.dtype == types.int64 and buf.layout == "C"
+            and isinstance(buf, types.Array) and buf.dtype in (types.int32, types.int64) and buf.layout == "C"
             and isinstance(os, types.Array) and os.dtype in (types.int32, types.int64) and os.layout == "C"):
         return None
-    sig = types.UniTuple(types.int64, 6)(ip, types.int64, types.int64, types.int64, types.int64, buf, types.int64,
+    sig = types.UniTuple(types.int64, 7)(ip, types.int64, types.int64, types.int64, types.int64, buf, types.int64,
                                          os, types.int64, types.int64, types.int64)
     return sig, _rows_codegen
+
+
 
 
 def _sum_codegen(context, builder, sig, args):
@@ -222,3 +336,18 @@ def sum_i64(typingctx, x, lo, hi):
     if not (isinstance(x, types.Array) and isinstance(x.dtype, types.Integer) and x.layout == "C"):
         return None
     return types.int64(x, types.int64, types.int64), _sum_codegen
+
+
+@intrinsic
+def same_width(typingctx, like, v):
+    """v (int64) wrapped to the element width of the array ``like`` and sign-extended
+    back: the int32 word arithmetic of an int32 buffer, unchanged for int64."""
+    if not (isinstance(like, types.Array) and like.dtype in (types.int32, types.int64) and v == types.int64):
+        return None
+
+    def codegen(context, builder, sig, args):
+        if sig.args[0].dtype == types.int64:
+            return args[1]
+        return builder.sext(builder.trunc(args[1], _I32), _I64)
+
+    return types.int64(like, v), codegen
