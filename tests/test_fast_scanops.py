@@ -163,6 +163,18 @@ def test_batched_scan_floats_sequential(data):
     assert z.dtype == rdt and np.array_equal(z, ref)
 
 
+@pytest.mark.parametrize("dt", ["int32", "int64"])
+def test_batched_scan_exclusive_ignores_the_unwritten_row_total(dt):
+    """An exclusive scan writes sum(x[:i]) for i < n, never the row total: a total that
+    leaves the result dtype must not raise (the dev profile once found this for int64)."""
+    big = np.iinfo(np.int64).max if dt == "int64" else np.iinfo(np.int32).max
+    x = np.array([[-2, -big]], dtype=dt)
+    assert mmvref.batched_scan(x, exclusive=True).tolist() == [[0, -2]]
+    if dt == "int64":
+        with pytest.raises(OverflowError):
+            mmvref.batched_scan(x)
+
+
 def test_batched_scan_few_long_rows_and_torch():
     torch = pytest.importorskip("torch")
     x = np.ones((1, 1 << 17), np.int8)
