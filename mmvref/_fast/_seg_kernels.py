@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit, prange
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from ._vec import block_prefix, rows_from_prefix, same_width, sum_i64
+from ._vec import block_prefix, count_nonzero_or, prefetch, rows_from_prefix, same_width, sum_i64
 
 BLOCK = 1024
 I32_MAX = 2147483647
@@ -109,14 +109,10 @@ def flag_stats(f, starts, counts, bad):
     (it always starts a segment); bad[c] = OR of the raw flag bytes (> 1: invalid)."""
     for c in prange(starts.size - 1):
         lo = starts[c]
-        fs = f[lo:starts[c + 1]]
-        k = np.uint64(0)  # unsigned: keeps the loop vectorized
-        o = np.uint8(0)
-        for i in range(fs.size):
-            k += fs[i]
-            o |= fs[i]
-        if lo == 0 and fs.size > 0:
-            k -= np.uint64(fs[0])
+        hi = starts[c + 1]
+        k, o = count_nonzero_or(f, lo, hi)
+        if lo == 0 and hi > 0 and f[0] != 0:
+            k -= 1
         counts[c] = k
         bad[c] = o
 
@@ -472,6 +468,7 @@ def csr_sums_int_short(x, indptr, rstarts, out, mins, maxs, bad, bufs, suspect):
         last = e0
         for b0 in range(e0, e1, B):
             b1 = min(b0 + B, e1)
+            prefetch(x, b1, min(b1 + B, e1))  # the next block's values arrive while this one is worked
             p, bx = block_prefix(x, b0, b1, buf, p)  # the block's running prefix
             xmax = max(xmax, bx)
             r, prev, last, u, mn, mx, ln = rows_from_prefix(ip, r, nr, b0, b1, buf, prev, os, last, mn, mx)

@@ -9,7 +9,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["block_prefix", "load_lanes", "rows_from_prefix", "same_width", "scan_range", "strided_loop", "sum_i64"]
+__all__ = ["adjacent_diff", "block_prefix", "count_nonzero_or", "load_lanes", "rows_from_prefix", "same_width", "scan_range", "strided_loop", "sum_i64"]
 
 _I1, _I32, _I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 _OPAQUE = ir.PointerType()
@@ -351,3 +351,96 @@ def same_width(typingctx, like, v):
         return builder.sext(builder.trunc(args[1], _I32), _I64)
 
     return types.int64(like, v), codegen
+
+
+def _diff_codegen(context, builder, sig, args):
+    a_t = sig.args[0]
+    a = context.make_array(a_t)(context, builder, args[0]).data
+    et = context.get_value_type(a_t.dtype)
+    vt = ir.VectorType(et, _W)
+    align = et.width // 8
+
+    def step(j, lanes_mask):
+        nxt = load_lanes(builder, a, builder.add(j, _I64(1)), et, _W, lanes_mask)
+        cur = load_lanes(builder, a, j, et, _W, lanes_mask)
+        d = builder.sub(nxt, cur)
+        p = builder.bitcast(builder.gep(a, [j], inbounds=True), _OPAQUE)
+        if lanes_mask is None:
+            builder.store(d, builder.bitcast(p, vt.as_pointer()), align=align)
+        else:
+            _call(builder, f"llvm.masked.store.v{_W}i{et.width}.p0", ir.VoidType(), [d, p, _I32(align), lanes_mask])
+
+    # forward in place: each step reads a[j + 1 .. j + 16] before a later step overwrites a[j + 16]
+    strided_loop(builder, args[1], args[2], _W, step, "diff")
+    return context.get_dummy_value()
+
+
+@intrinsic
+def adjacent_diff(typingctx, a, lo, hi):
+    """a[j] = a[j + 1] - a[j] for lo <= j < hi, in place, sixteen lanes at a time
+    (integer words that wrap). a contiguous, 0 <= lo <= hi < len(a)."""
+    if not (isinstance(a, types.Array) and isinstance(a.dtype, types.Integer) and a.layout == "C"):
+        return None
+    return types.void(a, types.int64, types.int64), _diff_codegen
+
+
+def _prefetch_codegen(context, builder, sig, args):
+    a_t = sig.args[0]
+    a = context.make_array(a_t)(context, builder, args[0]).data
+    esize = context.get_abi_sizeof(context.get_value_type(a_t.dtype))
+    lo, hi = args[1], args[2]
+    step = max(1, 64 // esize)  # one request per 64-byte line
+
+    def body(i, lanes_mask):
+        p = builder.bitcast(builder.gep(a, [i], inbounds=True), ir.IntType(8).as_pointer())
+        _call(builder, "llvm.prefetch.p0", ir.VoidType(), [p, _I32(0), _I32(3), _I32(1)])
+
+    # whole lines only (no masked tail: a prefetch past the range is harmless but not past the array)
+    strided_loop(builder, lo, builder.sub(hi, _I64(step - 1)), step,
+                 lambda i, m: body(i, m) if m is None else None, "pf")
+    return context.get_dummy_value()
+
+
+@intrinsic
+def prefetch(typingctx, a, lo, hi):
+    """Ask for the cache lines of a[lo:hi] (a read prefetch into all levels);
+    0 <= lo <= hi <= len(a), a contiguous."""
+    if not (isinstance(a, types.Array) and a.layout == "C"):
+        return None
+    return types.void(a, types.int64, types.int64), _prefetch_codegen
+
+
+def _count_codegen(context, builder, sig, args):
+    f = context.make_array(sig.args[0])(context, builder, args[0]).data
+    i8 = ir.IntType(8)
+    W = 64
+    bv = ir.VectorType(i8, W)
+    n_p = cgutils.alloca_once(builder, _I64)
+    builder.store(_I64(0), n_p)
+    o_p = cgutils.alloca_once(builder, bv)
+    builder.store(ir.Constant(bv, None), o_p)
+
+    def step(i, lanes_mask):
+        v = load_lanes(builder, f, i, i8, W, lanes_mask)
+        set_ = builder.bitcast(builder.icmp_unsigned("!=", v, ir.Constant(bv, None)), _I64)
+        builder.store(builder.add(builder.load(n_p), _call(builder, "llvm.ctpop.i64", _I64, [set_])), n_p)
+        builder.store(builder.or_(builder.load(o_p), v), o_p)
+
+    strided_loop(builder, args[1], args[2], W, step, "cnt")
+    o = builder.zext(_call(builder, "llvm.vector.reduce.or.v64i8", i8, [builder.load(o_p)]), _I64)
+    return context.make_tuple(builder, sig.return_type, [builder.load(n_p), o])
+
+
+@intrinsic
+def count_nonzero_or(typingctx, f, lo, hi):
+    """(number of nonzero bytes in f[lo:hi], OR of those bytes): 64 bytes per step,
+    a compare to a bit mask and a population count (a widening byte sum takes
+    eight vector adds per 64 bytes). f contiguous, of bytes; 0 <= lo <= hi <= len."""
+    if not (isinstance(f, types.Array) and f.layout == "C" and isinstance(f.dtype, (types.Integer, types.Boolean))
+            and context_bits(f.dtype) == 8):
+        return None
+    return types.UniTuple(types.int64, 2)(f, types.int64, types.int64), _count_codegen
+
+
+def context_bits(t):
+    return 8 if isinstance(t, types.Boolean) else t.bitwidth
