@@ -224,11 +224,7 @@ def _stream(context, builder, sig, args, mode):
     lim_ok = builder.icmp_signed(">=", lim, _I64(0))
     iota_i = S.iota(it)
 
-    if mode == "step":  # args[4] is the count, at most W lanes are done
-        n = builder.select(builder.icmp_signed("<", hi, _I64(W)), hi, _I64(W))
-    else:
-        n = builder.sub(hi, lo)
-    p_off = args[6] if mode == "step" else None
+    n = builder.sub(hi, lo)
     k_ptr = cgutils.alloca_once(builder, _I64)
     builder.store(_I64(0), k_ptr)
     n_acc = 4 if mode == "dot" else 1
@@ -277,11 +273,10 @@ def _stream(context, builder, sig, args, mode):
         if mode == "dot":
             builder.store(builder.fadd(builder.load(acc_ptr), prod, flags=_FLAGS), acc_ptr)
         else:
-            pk = builder.add(k, p_off) if p_off is not None else k
             if mask is None:
-                S.store(prod, p_a.data, pk, ab)
+                S.store(prod, p_a.data, k, ab)
             else:
-                S.masked_store(prod, p_a.data, pk, ab, mask)
+                S.masked_store(prod, p_a.data, k, ab, mask)
 
     def body4():
         k = builder.load(k_ptr)
@@ -294,15 +289,6 @@ def _stream(context, builder, sig, args, mode):
         step(k, accs[0])
         builder.store(builder.add(k, _I64(W)), k_ptr)
 
-    if mode == "step":
-        # one W-lane step: full when n >= W, masked otherwise
-        with builder.if_else(builder.icmp_signed(">=", n, _I64(W))) as (full, part):
-            with full:
-                step(_I64(0), accs[0])
-            with part:
-                step(_I64(0), accs[0], S.tail_mask(n))
-        umax = S.call(f"llvm.vector.reduce.umax.{_tname(vi)}", it, [builder.load(umax_ptr)])
-        return builder.zext(umax, _I64) if it.width < 64 else umax
     _while(builder, lambda: builder.icmp_signed("<=", builder.add(builder.load(k_ptr), _I64(4 * W)), n),
            body4, "simd4")
     _while(builder, lambda: builder.icmp_signed("<=", builder.add(builder.load(k_ptr), _I64(W)), n),
@@ -341,15 +327,6 @@ def simd_products(typingctx, ind, data, x, lo, hi, p):
     _check_arrays(ind, data, x, p)
     sig = types.uint64(ind, data, x, types.int64, types.int64, p)
     return sig, lambda context, builder, s, a: _stream(context, builder, s, a, "store")
-
-
-@intrinsic
-def simd_products_step(typingctx, ind, data, x, lo, n, p, poff):
-    """One W-lane step of simd_products: p[poff + t] = data[lo + t] * x[ind[lo + t]] for
-    t < min(n, W) (masked when n < W). Returns the largest raw index as uint64."""
-    _check_arrays(ind, data, x, p)
-    sig = types.uint64(ind, data, x, types.int64, types.int64, p, types.int64)
-    return sig, lambda context, builder, s, a: _stream(context, builder, s, a, "step")
 
 
 @intrinsic
