@@ -32,14 +32,14 @@ def markdown(results, copy_gbs, peer_order):
                   "|" + "|".join(["---"] * 3 + ["---:"] * (len(head) - 3)) + "|"]
         for case in dict.fromkeys(r.case for r in rows):
             crow = [r for r in rows if r.case == case]
-            mine = next((r for r in crow if r.ours), None)
             for r in crow:
-                impl = ("**ours**" if r.ours else r.impl) + ("" if r.status == "ok" else f" ({r.status})")
-                cells = [op, case, impl, _f(r.ms), _f(r.gbs), _f(r.gelems),
-                         _f(r.gbs / copy_gbs) if r.gbs else "—"]
+                name = ("**ours**" if r.impl == "ours" else f"**{r.impl}**") if r.ours else r.impl
+                impl = name + ("" if r.status == "ok" else f" ({r.status})")
+                cp = r.extra.get("copy_gb_per_s", copy_gbs)  # another build's own yardstick
+                cells = [op, case, impl, _f(r.ms), _f(r.gbs), _f(r.gelems), _f(r.gbs / cp) if r.gbs else "—"]
                 for p in peers:
                     pr = next((q for q in crow if q.impl == p), None)
-                    cells.append(_ratio(pr.ms if pr else None, mine.ms if mine else None) if r.ours else "")
+                    cells.append(_ratio(pr.ms if pr else None, r.ms) if r.ours else "")
                 lines.append("| " + " | ".join(cells) + " |")
         notes = [f"{r.case} / {r.impl}: {r.note}" for r in rows if r.note]
         if notes:

@@ -6,9 +6,6 @@ import platform
 import sys
 import time
 
-import numba
-import numpy as np
-
 from . import report, scan_family, sparse_products
 from .harness import Missing, Result, Skip, _our, copy_bandwidth, free, time_interleaved
 from .ops import FULL_N, OPS, QUICK_N, op_names
@@ -21,23 +18,27 @@ __all__ = ["main", "run"]
 
 
 def _versions():
-    v = {"python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
-         "threads": numba.get_num_threads(), "machine": platform.machine(), "processor": platform.processor()}
-    for mod in ("scipy", "torch", "torch_scatter", "mmvref"):
+    """The benchmark header's facts: mmvref's configuration report (versions, CPU, the
+    target Numba compiles for, kernel paths, threading) plus the peers' versions."""
+    from mmvref._config import config_info
+
+    v = config_info()
+    v["machine"] = platform.machine()
+    for mod in ("torch_scatter",):
         try:
-            v[mod] = __import__(mod).__version__
+            v["versions"][mod] = __import__(mod).__version__
         except Exception:
-            v[mod] = None
+            v["versions"][mod] = None
     try:
         import torch
 
-        v["torch_threads"] = torch.get_num_threads()
+        v["threading"]["torch_threads"] = torch.get_num_threads()
     except Exception:
         pass
     return v
 
 
-def run(names, *, quick, runs, log=print):
+def run(names, *, quick, runs, log=print, ours_only=False):
     """Run the benchmarks of ``names``; returns (results, copy GB/s, peer names per op)."""
     copy_n = QUICK_N if quick else FULL_N
     copy_gbs, copy_ms = copy_bandwidth(copy_n, runs=runs)
@@ -47,7 +48,7 @@ def run(names, *, quick, runs, log=print):
     peer_order = {}
     for name in names:
         bench = OPS[name]
-        peers = bench.peers()
+        peers = {} if ours_only else bench.peers()
         peer_order[name] = list(peers)
         try:
             fn = _our(name)
@@ -129,6 +130,37 @@ def _reuse_memory():
         raise SystemExit("--reuse-memory: mallopt failed (not glibc?)")
 
 
+def _other_target(cpu, args, log):
+    """Run our rows of the same benchmarks compiled for ``cpu`` in a child process
+    (``NUMBA_CPU_NAME=cpu``, ``NUMBA_CPU_FEATURES=""``: the features that CPU has, not
+    the host's; a fresh Numba cache); returns (its results, its copy GB/s, its meta)."""
+    import json
+    import os
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix=f"mmvref-bench-{cpu}-") as tmp:
+        out = os.path.join(tmp, "results.json")
+        env = dict(os.environ, NUMBA_CPU_NAME=cpu, NUMBA_CPU_FEATURES="", NUMBA_CACHE_DIR=os.path.join(tmp, "cache"))
+        cmd = [sys.executable, "-m", "benchmarks", "--ours-only", "--json", out, "--runs", str(args.runs)]
+        cmd += (["--quick"] if args.quick else []) + (["--reuse-memory"] if args.reuse_memory else [])
+        cmd += ["--ops", *args.ops] if args.ops else []
+        log(f"--- the {cpu} build, in a child process: {' '.join(cmd[1:])}")
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"--target {cpu}: the child benchmark failed (exit {proc.returncode})")
+        with open(out) as fh:
+            data = json.load(fh)
+    fields = set(Result.__dataclass_fields__)
+    results = [Result(**{k: v for k, v in d.items() if k in fields}) for d in data["results"]]
+    return results, data["meta"]["copy_gb_per_s"], data["meta"]
+
+
+def _target_line(meta):
+    t, s = meta["target"], meta["simd"]
+    return f"{t['cpu']} ({' '.join(t['features']) or 'baseline'}; kernel level {s['level']})"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="n = 1e7 only and fewer cases (under 2 minutes)")
@@ -140,7 +172,13 @@ def main(argv=None):
                     help="let glibc reuse freed large blocks (mallopt M_MMAP_THRESHOLD/M_TRIM_THRESHOLD = 4 GiB) "
                          "so that results allocated per call do not page-fault fresh memory; applies to every "
                          "implementation in the process alike")
+    ap.add_argument("--target", nargs="+", metavar="CPU", default=[],
+                    help="also run our ops compiled for these LLVM CPU names (e.g. haswell: AVX2 without "
+                         "AVX-512; x86-64: the SSE2 baseline), each in a child process, and report them beside "
+                         "the native build (each build's x copy uses the copy measured in its own process)")
+    ap.add_argument("--ours-only", action="store_true", help=argparse.SUPPRESS)  # the child of --target
     args = ap.parse_args(argv)
+    args.runs = max(5, args.runs)
     if args.reuse_memory:
         _reuse_memory()
     names = args.ops or op_names()
@@ -148,21 +186,41 @@ def main(argv=None):
     if unknown:
         ap.error(f"unknown op(s) {', '.join(unknown)}; known: {', '.join(op_names())}")
     meta = _versions()
-    meta.update(quick=args.quick, runs=max(5, args.runs), reuse_memory=args.reuse_memory, argv=sys.argv[1:])
+    meta.update(quick=args.quick, runs=args.runs, reuse_memory=args.reuse_memory, argv=sys.argv[1:])
+    from mmvref._config import format_config
+
     print("# mmvref benchmarks (" + ("quick" if args.quick else "full") + ")\n")
-    print(", ".join(f"{k} {v}" for k, v in meta.items() if k not in ("argv",)) + "\n")
+    print("```\n" + format_config(meta) + "\n```\n")
     t0 = time.perf_counter()
-    results, copy_gbs, peer_order = run(names, quick=args.quick, runs=max(5, args.runs),
-                                        log=lambda s: print(s, file=sys.stderr, flush=True))
+
+    def log(s):
+        print(s, file=sys.stderr, flush=True)
+
+    results, copy_gbs, peer_order = run(names, quick=args.quick, runs=args.runs, log=log, ours_only=args.ours_only)
     meta["copy_gb_per_s"] = copy_gbs
+    builds = [f"**ours**: the native build, {_target_line(meta)}"]
+    for cpu in args.target:
+        other, other_copy, other_meta = _other_target(cpu, args, log)
+        label = f"ours [{cpu} build]"
+        for r in other:
+            if r.op != "copy" and r.ours:
+                r.impl = label
+                r.extra["copy_gb_per_s"] = other_copy
+                results.append(r)
+        builds.append(f"**{label}**: {_target_line(other_meta)}; copy in its process {other_copy:.1f} GB/s")
+        meta.setdefault("targets", {})[cpu] = {"meta": other_meta, "copy_gb_per_s": other_copy}
     meta["seconds"] = time.perf_counter() - t0
     print(f"Memory-copy yardstick: {copy_gbs:.1f} GB/s (parallel Numba copy, bytes read + written; the "
           f"faster of a copy at the start and at the end). Each case times its implementations in "
-          f"interleaved rounds (at least {max(5, args.runs)} rounds and 0.3 s after one warm-up call) "
+          f"interleaved rounds (at least {args.runs} rounds and 0.3 s after one warm-up call) "
           f"and reports medians; vs <peer> = peer time / our time.\n")
+    if args.target:
+        print("Builds compared (the other builds ran after the native one, in child processes; their "
+              "\"vs <peer>\" ratios use the peers' times from the native run):\n")
+        print("\n".join(f"- {b}" for b in builds) + "\n")
     print(report.markdown([r for r in results if r.op != "copy"], copy_gbs, peer_order))
     for name in names:  # benches with a memory section (spgemm workspaces)
-        if hasattr(OPS[name], "memory_report"):
+        if hasattr(OPS[name], "memory_report") and not args.ours_only:
             print(f"\n## {name}: peak memory\n\n{OPS[name].memory_report(args.quick)}")
     if args.json:
         report.write_json(args.json, meta, results)

@@ -10,8 +10,14 @@ Fast CPU ops (numpy in, numpy out; torch CPU tensors in, torch out):
 Golden model of the MMV-RAM algorithms, stage by stage: ``mmvref.golden``,
 built from the instructions of ``mmvref.mmv``; bit bounds in ``mmvref.bounds``;
 every op declared once in ``mmvref.registry``.
+
+``mmvref.show_config()`` (or ``python -m mmvref --info``) prints what a bug
+report needs: versions, the CPU and the target Numba compiles for, the kernel
+path of each op family, threading and the cache directory.
 """
 from . import bounds, golden, mmv, registry
+from ._config import show_config
+from ._fast import _target
 from ._fast.scanfamily import (
     argsort,
     batched_scan,
@@ -24,8 +30,10 @@ from ._fast.scanfamily import (
 )
 from ._fast.segops import compress, scan, segment_sum_csr, segmented_scan, segmented_sum
 from ._fast.sparse_products import spgemm, spmm
-from ._fast.spmv import spmv  # noqa: E402
+from ._fast.spmv import spmv
 from .registry import REGISTRY
+
+_target.level()  # a bad MMVREF_SIMD fails here, at import, with the reason
 
 __version__ = "0.1.0"
 
@@ -33,5 +41,5 @@ __all__ = [
     "scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "compress", "spmv",
     "batched_scan", "split", "split_ind", "radix_sort", "argsort", "topk", "weighted_sample", "top_p_sample",
     "spmm", "spgemm",
-    "golden", "mmv", "bounds", "registry", "REGISTRY", "__version__",
+    "golden", "mmv", "bounds", "registry", "REGISTRY", "show_config", "__version__",
 ]

@@ -20,7 +20,7 @@ from oracle import (
 )
 
 import mmvref
-from mmvref._fast import segops
+from mmvref._fast import _target, segops
 
 DTYPES = ["int8", "int16", "int32", "int64", "float16", "float32", "float64"]
 RESULT = {"int8": "int32", "int16": "int32", "int32": "int32", "int64": "int64",
@@ -28,17 +28,17 @@ RESULT = {"int8": "int32", "int16": "int32", "int32": "int32", "int64": "int64",
 
 
 @contextlib.contextmanager
-def _simd(on):
-    """The AVX-512 kernels of scan, segmented_scan and segmented_sum (on), or the portable ones
-    (also where the CPU has AVX-512)."""
-    if on and not segops._SIMD.AVAILABLE:
-        pytest.skip("this CPU has no AVX-512F")
-    old = segops._SIMD.AVAILABLE
-    segops._SIMD.AVAILABLE = on
+def _simd(level):
+    """Run with the kernels of ``level`` (avx512, avx2 or portable), skipping a level that the
+    compile target or this CPU lacks (the portable twins run everywhere)."""
+    if not (_target.supports(_target.target(), level) and _target.supports(_target.host_target(), level)):
+        pytest.skip(f"the compile target {_target.target().cpu} or this CPU has no {level} path")
+    old = segops._LEVEL
+    segops._LEVEL = level
     try:
         yield
     finally:
-        segops._SIMD.AVAILABLE = old
+        segops._LEVEL = old
 
 
 @pytest.fixture(autouse=True, params=[1, 3, 1 << 14], ids=["chunk1", "chunk3", "chunk16k"])
@@ -96,7 +96,7 @@ def _run(fn, expected, x, overflow):
     _check(fn(), expected, x, overflow)
 
 
-@pytest.mark.parametrize("simd", [True, False], ids=["simd", "no_simd"])
+@pytest.mark.parametrize("simd", _target.LEVELS)
 @given(inputs(), st.booleans(), st.sampled_from(["raise", "wrap"]))
 def test_scan(simd, case, exclusive, overflow):
     x, _, _ = case
@@ -105,7 +105,7 @@ def test_scan(simd, case, exclusive, overflow):
              overflow)
 
 
-@pytest.mark.parametrize("simd", [True, False], ids=["simd", "no_simd"])
+@pytest.mark.parametrize("simd", _target.LEVELS)
 @given(inputs(big=True), st.booleans(), st.sampled_from(["raise", "wrap"]))
 def test_scan_int_edges(simd, case, exclusive, overflow):
     x, _, _ = case
@@ -114,7 +114,7 @@ def test_scan_int_edges(simd, case, exclusive, overflow):
              overflow)
 
 
-@pytest.mark.parametrize("simd", [True, False], ids=["simd", "no_simd"])
+@pytest.mark.parametrize("simd", _target.LEVELS)
 @given(inputs(), st.booleans(), st.sampled_from(["raise", "wrap"]))
 def test_segmented_scan(simd, case, exclusive, overflow):
     x, f, _ = case
@@ -123,7 +123,7 @@ def test_segmented_scan(simd, case, exclusive, overflow):
              oracle_segmented_scan(x, f, exclusive), x, overflow)
 
 
-@pytest.mark.parametrize("simd", [True, False], ids=["simd", "no_simd"])
+@pytest.mark.parametrize("simd", _target.LEVELS)
 @given(inputs(big=True), st.booleans(), st.sampled_from(["raise", "wrap"]))
 def test_segmented_scan_int_edges(simd, case, exclusive, overflow):
     x, f, _ = case
@@ -132,7 +132,7 @@ def test_segmented_scan_int_edges(simd, case, exclusive, overflow):
              oracle_segmented_scan(x, f, exclusive), x, overflow)
 
 
-@pytest.mark.parametrize("simd", [True, False], ids=["simd", "no_simd"])
+@pytest.mark.parametrize("simd", _target.LEVELS)
 @given(inputs(), st.sampled_from(["raise", "wrap"]))
 def test_segmented_sum(simd, case, overflow):
     x, f, _ = case
@@ -140,7 +140,7 @@ def test_segmented_sum(simd, case, overflow):
         _run(lambda: mmvref.segmented_sum(x, f, overflow=overflow), oracle_segmented_sum(x, f), x, overflow)
 
 
-@pytest.mark.parametrize("simd", [True, False], ids=["simd", "no_simd"])
+@pytest.mark.parametrize("simd", _target.LEVELS)
 @given(inputs(big=True), st.sampled_from(["raise", "wrap"]))
 def test_segmented_sum_int_edges(simd, case, overflow):
     x, f, _ = case
@@ -167,7 +167,7 @@ def few_starts(draw):
     return x, f
 
 
-@pytest.mark.parametrize("simd", [True, False], ids=["simd", "no_simd"])
+@pytest.mark.parametrize("simd", _target.LEVELS)
 @given(few_starts(), st.sampled_from(["raise", "wrap"]))
 def test_segmented_sum_few_starts(simd, case, overflow):
     x, f = case

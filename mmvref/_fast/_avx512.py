@@ -37,13 +37,13 @@ segment sum whenever that sum fits int32. The caller's screen (per block,
 ``|open segment| + len * max|x| <= 2**31 - 1``) says when it might not; such a
 chunk is marked suspect and decided exactly (``_seg_kernels.exact_segsum_range``).
 
-``AVAILABLE`` is False on CPUs without AVX-512F (the x86 compress intrinsic has
-no portable lowering); ``segops`` then uses ``_seg_kernels.segsum_int``.
+x86-only (the compress and permute intrinsics have no lowering without AVX-512F):
+this module is imported only when ``_target`` chooses the avx512 path, i.e. when
+Numba compiles for a target with avx512f; other targets use ``_seg_kernels``.
 """
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import binding as llvm
 from llvmlite import ir
 from numba import njit, prange, types
 from numba.core import cgutils
@@ -64,9 +64,7 @@ from ._vec import (
     sum_i64,
 )
 
-__all__ = ["AVAILABLE", "scan_int32", "segscan_int32", "segsum_int32"]
-
-AVAILABLE = "avx512f" in llvm.get_host_cpu_features().flatten()
+__all__ = ["scan_int32", "segscan_int32", "segsum_int32"]
 
 _W = 16
 _I1, _I8, _I16, _I32, _I64 = (ir.IntType(b) for b in (1, 8, 16, 32, 64))

@@ -25,7 +25,7 @@ import numpy as np
 
 from .._dtypes import result_dtype
 from .._validate import as_flags, as_indptr, as_values, check_overflow
-from . import _avx512 as _SIMD
+from . import _target
 from . import _seg_kernels as K
 from ._io import like_input, to_numpy
 
@@ -45,12 +45,27 @@ _SPARSE_STARTS = 64
 #: elements per block of segment_sum_csr's short-row kernel (its prefix buffer stays in L1)
 _CSR_BLOCK = 4096
 
+#: kernel level override for tests (None: ``_target.level()``, i.e. MMVREF_SIMD or the best the
+#: compile target has); tests set "portable" to run the portable twins on any CPU
+_LEVEL = None
+
 _I32 = np.iinfo(np.int32)
 _I64 = np.iinfo(np.int64)
 _RESULT_DTYPES = tuple(np.dtype(t) for t in ("int32", "int64", "float32", "float64"))
 
 
 # ----------------------------------------------------------------------------- helpers
+
+def _simd(family, rdt, xk):
+    """The x86 kernel module of ``family`` (int8/16/32 values, int32 results) on the
+    chosen path, or None for the portable kernels of ``_seg_kernels``."""
+    if rdt != np.int32 or xk.dtype.itemsize > 4:
+        return None
+    fam = f"{family} (int8/16/32 -> int32)"
+    if _target.path(fam, _LEVEL) == "portable":
+        return None
+    return _target.kernels(fam, _LEVEL)
+
 
 def _chunks(n: int) -> np.ndarray:
     c = max(1, min(numba.get_num_threads() * CHUNKS_PER_THREAD, n // MIN_CHUNK))
@@ -150,8 +165,9 @@ def scan(x, *, exclusive=False, dtype=None, overflow="raise"):
         np.cumsum(sums[:-1], out=offs[1:])
     check = overflow == "raise" and rdt == np.int32
     suspect = np.zeros(C, dtype=np.bool_)
-    if _SIMD.AVAILABLE and rdt == np.int32 and xk.dtype.itemsize <= 4:
-        _SIMD.scan_int32(xk, out, starts, offs, bool(exclusive), check, suspect)
+    simd = _simd("scan", rdt, xk)
+    if simd is not None:
+        simd.scan_int32(xk, out, starts, offs, bool(exclusive), check, suspect)
     else:
         K.scan_int(xk, out, starts, offs, bool(exclusive), check, suspect)
     if overflow == "raise":
@@ -198,8 +214,9 @@ def segmented_scan(x, flags, *, exclusive=False, dtype=None, overflow="raise"):
     tails = np.zeros(C, dtype=np.int64)
     suspect = np.zeros(C, dtype=np.bool_)
     check = overflow == "raise" and rdt == np.int32
-    if _SIMD.AVAILABLE and rdt == np.int32 and xk.dtype.itemsize <= 4:
-        _SIMD.segscan_int32(xk, f, out, starts, ex, check, suspect, tails, has_flag, bad)
+    simd = _simd("segmented_scan", rdt, xk)
+    if simd is not None:
+        simd.segscan_int32(xk, f, out, starts, ex, check, suspect, tails, has_flag, bad)
     else:
         K.segscan_int(xk, f, out, starts, ex, check, suspect, tails, has_flag, bad)
     _raise_bad_flags(bad, f, "flags")
@@ -257,9 +274,10 @@ def segmented_sum(x, flags, *, dtype=None, overflow="raise"):
         tails = np.zeros(C, dtype=np.int64)
         suspect = np.zeros(C, dtype=np.bool_)
         check = overflow == "raise" and rdt == np.int32
-        if _SIMD.AVAILABLE and rdt == np.int32 and xk.dtype.itemsize <= 4:
+        simd = _simd("segmented_sum", rdt, xk)
+        if simd is not None:
             # every density: one compressed store per segment start, no branch per flag
-            _SIMD.segsum_int32(xk, f, starts, bases, out, heads, tails, check, suspect, _SPARSE_STARTS * nseg < n)
+            simd.segsum_int32(xk, f, starts, bases, out, heads, tails, check, suspect, _SPARSE_STARTS * nseg < n)
         elif 64 * nseg < n:  # long segments: find flags 8 at a time, reduce each segment at SIMD width
             mins = np.zeros(C, dtype=np.int64)
             maxs = np.zeros(C, dtype=np.int64)
