@@ -149,8 +149,12 @@ def main(argv=None):
     p.add_argument("--replay", metavar="FILE", default=None, help="re-run one saved counterexample")
     p.add_argument("--mutation-score", action="store_true", help="inject every named fault; report detection")
     a = p.parse_args(argv)
+    for flag, v, lo in (("--max-examples", a.max_examples, 1), ("--s", a.s, 2)):
+        if v is not None and v < lo:  # 0 examples would test nothing and still pass
+            print(f"python -m conformance: error: {flag} must be >= {lo}, got {v}", file=sys.stderr)
+            return 2
     prof = runner.PROFILES[a.profile]
-    examples = a.max_examples or prof["max_examples"]
+    examples = a.max_examples if a.max_examples is not None else prof["max_examples"]
     if a.replay:
         op, msg = runner.replay(_resolve(a.backend, a.s), a.replay)
         print(f"replay {a.replay} ({op}) on {a.backend}: " + ("conforms" if msg is None else f"FAIL: {msg}"))

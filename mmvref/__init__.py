@@ -15,7 +15,7 @@ every op declared once in ``mmvref.registry``.
 report needs: versions, the CPU and the target Numba compiles for, the kernel
 path of each op family, threading and the cache directory.
 """
-from . import bounds, golden, mmv, registry
+from . import _threading, bounds, golden, mmv, registry  # noqa: F401  (_threading first: the layer policy)
 from ._config import show_config
 from ._fast import _target
 from ._fast.scanfamily import (

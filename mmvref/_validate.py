@@ -22,20 +22,43 @@ __all__ = [
     "as_uniform",
     "check_weights",
     "as_csr_matrix",
+    "native_order",
+    "check_bool",
+    "check_int",
+    "check_cores",
+    "S_MAX",
+    "CORES_MAX",
 ]
 
 OVERFLOW_MODES = ("raise", "wrap")
+#: the largest model parameter s the golden model takes (its stages build s x s matrices)
+S_MAX = 1 << 12
+#: the largest number of cores (MCScan blocks) the golden model takes (the 910B4 has 20)
+CORES_MAX = 1 << 16
+
+
+def native_order(a):
+    """``a`` in the machine's byte order: a non-native (e.g. big-endian ``>i4``)
+    ndarray is converted once, here at the boundary (the kernels and Numba's
+    typing take native byte order only); anything else is returned unchanged."""
+    if isinstance(a, np.ndarray) and a.dtype.byteorder not in "=|" and a.dtype.fields is None:
+        return a.astype(a.dtype.newbyteorder("="))
+    return a
 
 
 def _asarray(a, name, empty_dtype=None):
     if isinstance(a, np.ndarray):
-        return a
+        return native_order(a)
     if empty_dtype is not None and isinstance(a, (list, tuple, range)) and len(a) == 0:
         return np.zeros(0, dtype=empty_dtype)  # np.asarray([]) would be float64
+    if type(a).__module__.split(".")[0] == "torch" and hasattr(a, "detach"):
+        from ._fast._io import to_numpy  # the one torch boundary (dtype checks, CPU only)
+
+        return to_numpy(a, name)
     if hasattr(a, "__array__") or isinstance(a, (list, tuple, range)):
         try:
-            return np.asarray(a)
-        except Exception as exc:  # pragma: no cover - numpy's own message is kept
+            return native_order(np.asarray(a))
+        except Exception as exc:  # numpy's own message is kept
             raise TypeError(f"{name}: cannot convert {type(a).__name__} to an array: {exc}") from exc
     if np.isscalar(a):
         raise ValueError(f"{name} must be 1-D, got a scalar ({a!r})")
@@ -66,8 +89,8 @@ def as_flags(f, n: int, name: str = "flags", check_values: bool = True) -> np.nd
     0/1 (converted to uint8). ``check_values=False`` skips the O(n) scan for
     values outside {0, 1}, for callers that check inside their kernel.
     """
-    a = _asarray(f, name)
-    if not isinstance(f, np.ndarray) and a.dtype.kind in "iub" and a.dtype not in FLAG_DTYPES:
+    a = _asarray(f, name, empty_dtype=np.uint8)  # [] is no flags, not float64
+    if isinstance(f, (list, tuple, range)) and a.dtype.kind in "iub" and a.dtype not in FLAG_DTYPES:
         if a.size and (a.min() < 0 or a.max() > 1):
             raise ValueError(f"{name} must hold only 0 and 1 (segment starts), got values in [{a.min()}, {a.max()}]")
         a = a.astype(np.uint8)
@@ -86,18 +109,37 @@ def as_flags(f, n: int, name: str = "flags", check_values: bool = True) -> np.nd
 
 
 def check_s(s) -> int:
-    """Validate the MMV-RAM model parameter s (an integer >= 2)."""
+    """Validate the MMV-RAM model parameter s (an integer in [2, S_MAX])."""
+    return check_int(s, "s", 2, S_MAX, what=" (the MMV-RAM model parameter)")
+
+
+def check_cores(cores) -> int:
+    """Validate the number of cores (MCScan blocks): an integer in [1, CORES_MAX]."""
+    return check_int(cores, "cores", 1, CORES_MAX)
+
+
+def check_int(v, name: str, lo: int | None = None, hi: int | None = None, what: str = "") -> int:
+    """An integer argument (anything ``operator.index`` takes: Python or numpy
+    integers, bools as 0/1; not floats or strings) in [lo, hi]."""
     try:
-        si = operator.index(s)
+        vi = operator.index(v)
     except TypeError:
-        raise TypeError(f"s must be an integer, got {type(s).__name__}") from None
-    if si < 2:
-        raise ValueError(f"s must be >= 2 (the MMV-RAM model parameter), got {si}")
-    return si
+        raise TypeError(f"{name} must be an integer, got {type(v).__name__} ({v!r})") from None
+    if (lo is not None and vi < lo) or (hi is not None and vi > hi):
+        rng = f">= {lo}" if hi is None else (f"<= {hi}" if lo is None else f">= {lo} and <= {hi}")
+        raise ValueError(f"{name} must be {rng}{what}, got {vi}")
+    return vi
+
+
+def check_bool(v, name: str) -> bool:
+    """A flag argument (exclusive=, descending=, largest=): a bool or numpy bool, nothing else."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    raise TypeError(f"{name} must be a bool (True or False), got {type(v).__name__} ({v!r})")
 
 
 def check_overflow(overflow) -> str:
-    if overflow not in OVERFLOW_MODES:
+    if not isinstance(overflow, str) or overflow not in OVERFLOW_MODES:
         raise ValueError(f"overflow must be one of {OVERFLOW_MODES}, got {overflow!r}")
     return overflow
 
@@ -153,9 +195,13 @@ def as_csr(indptr, indices, data, n_cols: int | None = None, data_name: str = "d
 def as_uniform(u, name: str = "u") -> np.ndarray:
     """Uniform sample(s) in [0, 1) as float64 (a 0-d array for a scalar)."""
     try:
-        a = np.asarray(u, dtype=np.float64)
+        a = np.asarray(u)
+        if a.dtype.kind not in "iuf":  # not a str, bool, complex, object, ...
+            raise TypeError
+        a = a.astype(np.float64, copy=False)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a float or an array of floats, got {type(u).__name__}") from None
+        raise TypeError(f"{name} must be a float or an array of floats, got {type(u).__name__}"
+                        + (f" of dtype {a.dtype}" if isinstance(u, np.ndarray) else "")) from None
     ok = (a >= 0) & (a < 1)
     if not np.all(ok):
         bad = a if a.ndim == 0 else a[~ok].ravel()[0]
@@ -189,7 +235,12 @@ def as_csr_matrix(A, name: str = "A"):
             indptr, indices, data, shape = A
         except (TypeError, ValueError):
             raise TypeError(f"{name} must be a scipy CSR matrix/array or (indptr, indices, data, shape)") from None
-    m, n = (int(v) for v in shape)
+    try:
+        m, n = shape
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: shape must be a pair (rows, columns), got {shape!r}") from None
+    m = check_int(m, f"{name}: shape[0]", 0)
+    n = check_int(n, f"{name}: shape[1]", 0)
     indptr, indices, data = as_csr(indptr, indices, data, n_cols=n)
     if len(indptr) - 1 != m:
         raise ValueError(f"{name}: indptr describes {len(indptr) - 1} rows but the shape says {m}")

@@ -20,7 +20,16 @@ import numpy as np
 from mmvref import bounds
 from mmvref._dtypes import result_dtype
 from mmvref._order import order_keys
-from mmvref._validate import as_csr, as_csr_matrix, as_flags, as_indptr, as_values, check_overflow, check_s
+from mmvref._validate import (
+    as_csr_matrix,
+    as_flags,
+    as_indptr,
+    as_values,
+    check_bool,
+    check_int,
+    check_overflow,
+    check_s,
+)
 
 __all__ = ["TorchEmulationBackend"]
 
@@ -29,6 +38,16 @@ def _torch():
     import torch
 
     return torch
+
+
+def _tensor(a):
+    """torch.from_numpy at the emulation's boundary: torch takes no negative
+    strides (numpy flags a 1-element reversed view contiguous) and must not
+    alias read-only memory, so such arrays are copied."""
+    a = np.asarray(a)
+    if not a.flags.writeable or any(st < 0 for st in a.strides):
+        a = a.copy()
+    return _torch().from_numpy(a)
 
 
 class TorchEmulationBackend:
@@ -68,11 +87,11 @@ class TorchEmulationBackend:
         torch = _torch()
         if x.dtype.kind == "f":
             w = x.astype(np.float32) if x.dtype == np.float16 else x
-            return torch.from_numpy(np.ascontiguousarray(w)).to(self.device)
+            return _tensor(np.ascontiguousarray(w)).to(self.device)
         if self._int_word == torch.float64 and exact_bound is not None and exact_bound >= 2**53:
             raise OverflowError(f"{self.device.type} has no integer matmul; float64 words are exact "
                                 f"below 2**53 but this input's bound is {exact_bound}")
-        return torch.from_numpy(np.ascontiguousarray(x, dtype=np.int64)).to(self.device, self._int_word)
+        return _tensor(np.ascontiguousarray(x, dtype=np.int64)).to(self.device, self._int_word)
 
     def _finish(self, z, in_dtype, overflow, op, exact=None):
         """device words -> numpy result of the project's dtype, under ``overflow``.
@@ -195,9 +214,9 @@ class TorchEmulationBackend:
         """Stage (SSCR's REVERT, §4.1): z = xhat - w[fhat - 1] (fhat = 0: nothing
         subtracted); words in, words out."""
         torch = _torch()
-        xh = torch.from_numpy(np.ascontiguousarray(xhat)).to(self.device)
-        fh = torch.from_numpy(np.ascontiguousarray(fhat, dtype=np.int64)).to(self.device)
-        wv = torch.from_numpy(np.ascontiguousarray(w, dtype=np.asarray(xhat).dtype)).to(self.device)
+        xh = _tensor(np.ascontiguousarray(xhat)).to(self.device)
+        fh = _tensor(np.ascontiguousarray(fhat, dtype=np.int64)).to(self.device)
+        wv = _tensor(np.ascontiguousarray(w, dtype=np.asarray(xhat).dtype)).to(self.device)
         take = wv[(fh - 1).clamp(min=0)] if len(wv) else torch.zeros_like(xh)
         return (xh - torch.where(fh > 0, take, torch.zeros_like(xh))).cpu().numpy()
 
@@ -227,8 +246,8 @@ class TorchEmulationBackend:
         torch = _torch()
         y = np.asarray(y)
         self._int_stage = y.dtype.kind == "i"
-        yw = torch.from_numpy(np.ascontiguousarray(y)).to(self.device)
-        rw = torch.from_numpy(np.ascontiguousarray(r, dtype=y.dtype)).to(self.device)
+        yw = _tensor(np.ascontiguousarray(y)).to(self.device)
+        rw = _tensor(np.ascontiguousarray(r, dtype=y.dtype)).to(self.device)
         out = yw.clone()
         partial = _exclusive_cumsum(rw)
         for b, (lo, hi) in enumerate(self._block_bounds(len(y), blocks)):
@@ -248,14 +267,15 @@ class TorchEmulationBackend:
         torch = _torch()
         yhat = np.asarray(yhat)
         ptr = np.asarray(indptr, dtype=np.int64)
-        ends = torch.from_numpy(ptr[1:] - 1).to(self.device)
-        yw = torch.from_numpy(np.ascontiguousarray(yhat)).to(self.device)
+        ends = _tensor(ptr[1:] - 1).to(self.device)
+        yw = _tensor(np.ascontiguousarray(yhat)).to(self.device)
         vals = yw[ends.clamp(min=0)] if len(yhat) else torch.zeros(len(ends), dtype=yw.dtype)
         return torch.where(ends >= 0, vals, torch.zeros_like(vals)).cpu().numpy()
 
     def scan(self, x, *, exclusive=False, overflow="raise"):
         x = as_values(x, "x")
         check_overflow(overflow)
+        exclusive = check_bool(exclusive, "exclusive")
         z = self._scan_words(self._words(x, self._bound(x)))
         if exclusive:
             z = _shift_right(z)
@@ -269,10 +289,11 @@ class TorchEmulationBackend:
         x = as_values(x, "x")
         f = np.array(as_flags(flags, len(x), "flags"), dtype=np.int64)
         check_overflow(overflow)
+        exclusive = check_bool(exclusive, "exclusive")
         if len(f):
             f[0] = 1
         w = self._words(x, self._bound(x))
-        ft = _torch().from_numpy(f).to(w.device)
+        ft = _tensor(f).to(w.device)
         z = self._segscan_words(w, ft)
         if exclusive:
             z = z - w
@@ -293,10 +314,10 @@ class TorchEmulationBackend:
             return np.zeros(0, result_dtype(x.dtype))
         f[0] = 1
         w = self._words(x, self._bound(x))
-        z = self._segscan_words(w, _torch().from_numpy(f).to(w.device))
+        z = self._segscan_words(w, _tensor(f).to(w.device))
         ends = np.flatnonzero(np.append(f[1:], 1))  # the value at each segment's end
         starts = np.flatnonzero(f)
-        return self._finish(z[_torch().from_numpy(ends).to(w.device)], x.dtype, overflow, "segmented_sum",
+        return self._finish(z[_tensor(ends).to(w.device)], x.dtype, overflow, "segmented_sum",
                             (lambda: np.add.reduceat(x.astype(object), starts).tolist()) if self._huge(x) else None)
 
     def segment_sum_csr(self, x, indptr, *, overflow="raise"):
@@ -312,9 +333,9 @@ class TorchEmulationBackend:
             f[ptr[nonempty]] = 1
             f[0] = 1
             w = self._words(x, self._bound(x))
-            z = self._segscan_words(w, torch.from_numpy(f).to(w.device))
-            ends = torch.from_numpy(ptr[nonempty + 1] - 1).to(w.device)
-            out[torch.from_numpy(nonempty).to(w.device)] = z[ends]
+            z = self._segscan_words(w, _tensor(f).to(w.device))
+            ends = _tensor(ptr[nonempty + 1] - 1).to(w.device)
+            out[_tensor(nonempty).to(w.device)] = z[ends]
         def exact():
             c = np.concatenate([[0], np.cumsum(x.astype(object))])
             return (c[ptr[1:]] - c[ptr[:-1]]).tolist()
@@ -323,7 +344,7 @@ class TorchEmulationBackend:
     def _positions(self, m):
         """Stable split positions: ones to the exclusive scan of m, zeros after all ones."""
         torch = _torch()
-        mw = torch.from_numpy(np.ascontiguousarray(m, dtype=np.int64)).to(self.device, self._int_word)
+        mw = _tensor(np.ascontiguousarray(m, dtype=np.int64)).to(self.device, self._int_word)
         e = self._scan_words(mw) - mw
         t = (e[-1] + mw[-1]) if len(m) else mw.new_zeros(())
         iota = torch.arange(len(m), device=self.device, dtype=mw.dtype)
@@ -349,7 +370,7 @@ class TorchEmulationBackend:
         """z[pos[i]] = x[i], moving bits (fp16 as uint16-sized int16)."""
         torch = _torch()
         bits = x.view(np.int16) if x.dtype == np.float16 else x
-        src = torch.from_numpy(np.ascontiguousarray(bits)).to(self.device)
+        src = _tensor(np.ascontiguousarray(bits)).to(self.device)
         out = torch.empty_like(src)
         out[pos] = src
         return out.cpu().numpy().view(x.dtype)
@@ -358,7 +379,7 @@ class TorchEmulationBackend:
         """LSB radix sort, one split per key bit (keys: ``mmvref.mmv.orderkey``'s
         order, computed here with numpy bit operations)."""
         x = as_values(x, "x")
-        keys = order_keys(x, descending).astype(np.uint64)
+        keys = order_keys(x, check_bool(descending, "descending")).astype(np.uint64)
         idx = np.arange(len(x), dtype=np.int64)
         for b in range(8 * x.dtype.itemsize):
             m = ((keys >> np.uint64(b)) & np.uint64(1)) == 0
@@ -372,30 +393,27 @@ class TorchEmulationBackend:
 
     def topk(self, x, k, *, largest=True):
         x = as_values(x, "x")
-        if not 0 <= int(k) <= len(x):
-            raise ValueError(f"k must be in [0, {len(x)}] (the length of x), got {k}")
-        v, i = self.radix_sort(x, descending=bool(largest))
-        return v[:int(k)], i[:int(k)]
+        k = check_int(k, "k", 0, len(x), what=" (the length of x)")
+        v, i = self.radix_sort(x, descending=check_bool(largest, "largest"))
+        return v[:k], i[:k]
 
     def csr_gather(self, data, indices, x):
         """Stage (App. Alg. 5): z(i) = data(i) * x(indices(i)), in words."""
-        torch = _torch()
         x = as_values(x, "x")
         data = as_values(data, "data")
         xw, dw = self._words(x), self._words(data)
-        idx = torch.from_numpy(np.ascontiguousarray(indices, dtype=np.int64)).to(self.device)
+        idx = _tensor(np.ascontiguousarray(indices, dtype=np.int64)).to(self.device)
         return (dw * xw[idx]).cpu().numpy()
 
     def spmv(self, A, x, *, overflow="raise"):
         """y = A x: CsrGather (products), then per-row sums from the tile scans
         (a segmented scan restarted at every row; never prefix differences).
         Result dtype: the project rule on np.result_type(data, x)."""
-        indptr, indices, data, shape = A
+        indptr, indices, data, (m, n) = as_csr_matrix(A, "A")  # rows and columns from A's shape
         x = as_values(x, "x")
-        indptr, indices, data = as_csr(indptr, indices, data, n_cols=len(x))
+        if len(x) != n:
+            raise ValueError(f"x has length {len(x)} but A has {n} columns (shape {(m, n)})")
         check_overflow(overflow)
-        if len(indptr) - 1 != shape[0]:
-            raise ValueError(f"A: indptr describes {len(indptr) - 1} rows but shape says {shape[0]}")
         dt = np.result_type(data, x)
         rdt = result_dtype(dt)
         if rdt.kind == "f":
@@ -413,13 +431,12 @@ class TorchEmulationBackend:
         """O = A D (as ``golden.spmm``): CsrGather of every column of D, the k
         columns' products laid end to end (column j's rows start at indptr + j nnz),
         then one segment_sum_csr over all of them: one scan serves every column."""
-        indptr, indices, data, shape = A
+        indptr, indices, data, (m, n) = as_csr_matrix(A, "A")  # rows and columns from A's shape
         D = as_values(D, "D", ndim=2)
-        indptr, indices, data = as_csr(indptr, indices, data, n_cols=D.shape[0])
+        if D.shape[0] != n:
+            raise ValueError(f"D must have {n} rows (A has {n} columns), got shape {D.shape}")
         check_overflow(overflow)
-        m, k, nnz = len(indptr) - 1, D.shape[1], len(data)
-        if m != shape[0]:
-            raise ValueError(f"A: indptr describes {m} rows but shape says {shape[0]}")
+        k, nnz = D.shape[1], len(data)
         rdt = result_dtype(np.result_type(data, D))
         if m == 0 or k == 0:
             return np.zeros((m, k), rdt)
@@ -443,7 +460,6 @@ class TorchEmulationBackend:
         (one split per key bit), a segmented sum over equal keys, the nonzero sums
         compressed, and the row counts prefix-summed into indptr. Returns
         (indptr, indices, data, shape), sorted, duplicates summed, zeros dropped."""
-        torch = _torch()
         ap, ai, ad, (m, n) = as_csr_matrix(A, "A")
         bp, bi, bd, (n2, p) = as_csr_matrix(B, "B")
         if n != n2:
@@ -463,8 +479,8 @@ class TorchEmulationBackend:
             mb = max(abs(int(bd.min())), abs(int(bd.max())))
             if bounds.spmv(total, self.s, ma, mb).magnitude >= 2**63:
                 raise OverflowError("emulation.spgemm: the products' sums may leave the int64 words")
-        a_t = torch.from_numpy(np.repeat(ad, lens).astype(wd)).to(self.device)
-        b_t = torch.from_numpy(bd[bpos].astype(wd)).to(self.device)
+        a_t = _tensor(np.repeat(ad, lens).astype(wd)).to(self.device)
+        b_t = _tensor(bd[bpos].astype(wd)).to(self.device)
         vals = (a_t * b_t).cpu().numpy()
         keys = rows * max(p, 1) + bi[bpos]
         order = self._radix_keys(keys, max(1, int(m * max(p, 1) - 1).bit_length()))

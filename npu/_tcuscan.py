@@ -19,7 +19,7 @@ import os
 
 import numpy as np
 
-from mmvref._validate import as_csr, as_flags, as_indptr, as_values
+from mmvref._validate import as_csr_matrix, as_flags, as_indptr, as_values, check_bool, check_int
 
 from . import NpuUnavailableError, missing
 
@@ -87,7 +87,10 @@ class TcuscanBackend:
     # ------------------------------------------------------------------ helpers
 
     def _t(self, a, dtype=None):
-        t = self._torch.from_numpy(np.ascontiguousarray(a))
+        a = np.ascontiguousarray(a)
+        if not a.flags.writeable or any(st < 0 for st in a.strides):
+            a = a.copy()  # torch takes no negative strides (a reversed 1-element view) nor read-only memory
+        t = self._torch.from_numpy(a)
         return t.to(self.device, dtype) if dtype is not None else t.to(self.device)
 
     def _np(self, t):
@@ -120,6 +123,7 @@ class TcuscanBackend:
         """Inclusive (or exclusive: shifted right, zero first) scan; ``variant``
         picks run_scan_single_core / run_scan_multi_core / run_scan_multi_cube."""
         x = as_values(x, "x")
+        exclusive = check_bool(exclusive, "exclusive")
         variant = variant or self.variant
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
@@ -142,6 +146,7 @@ class TcuscanBackend:
     def segmented_scan(self, x, flags, *, exclusive=False):
         """run_seg_scan (fp16 values, int8 START flags, fp32 out)."""
         x = as_values(x, "x")
+        exclusive = check_bool(exclusive, "exclusive")
         self._refuse("run_seg_scan", x, ("float16",))
         f = self._flags_i8(flags, len(x), "flags")
         if len(x) == 0:
@@ -216,7 +221,7 @@ class TcuscanBackend:
         """run_radix_sort: ascending, stable; int32 indices widened to int64."""
         x = as_values(x, "x")
         self._refuse("run_radix_sort", x, ("int16", "float16"))
-        if descending:
+        if check_bool(descending, "descending"):
             raise NotImplementedError("run_radix_sort sorts ascending only; use another backend for "
                                       "descending=True")
         if x.dtype == np.float16 and np.isnan(x).any():
@@ -232,10 +237,8 @@ class TcuscanBackend:
         a real position holding that value); values sorted descending."""
         x = as_values(x, "x")
         self._refuse("run_topk_int16", x, ("int16",))
-        k = int(k)
-        if not 0 <= k <= len(x):
-            raise ValueError(f"k must be in [0, {len(x)}] (the length of x), got {k}")
-        if not largest:
+        k = check_int(k, "k", 0, len(x), what=" (the length of x)")
+        if not check_bool(largest, "largest"):
             raise NotImplementedError("run_topk_int16 selects the largest values only")
         if k == 0:
             return x[:0].copy(), np.zeros(0, np.int64)
@@ -295,9 +298,10 @@ class TcuscanBackend:
     def spmv(self, A, x):
         """run_spmv (App. Alg. 4 on the device): fp16 data and x, fp32 out;
         int16 is refused (the kernel narrows the products to int8)."""
-        indptr, indices, data, shape = A
+        indptr, indices, data, (m, n) = as_csr_matrix(A, "A")  # rows and columns from A's shape
         x = as_values(x, "x")
-        indptr, indices, data = as_csr(indptr, indices, data, n_cols=len(x))
+        if len(x) != n:
+            raise ValueError(f"x has length {len(x)} but A has {n} columns (shape {(m, n)})")
         self._refuse("run_spmv", data, ("float16",))
         self._refuse("run_spmv", x, ("float16",))
         rows = len(indptr) - 1
@@ -310,9 +314,10 @@ class TcuscanBackend:
     def spmm(self, A, D):
         """O = A D as one run_spmv per column of D (tcuscan has no SpMM kernel, so
         this costs k launches and k passes over A): fp16 data and D, fp32 out."""
-        indptr, indices, data, shape = A
+        indptr, indices, data, shape = as_csr_matrix(A, "A")  # rows and columns from A's shape
         D = as_values(D, "D", ndim=2)
-        indptr, indices, data = as_csr(indptr, indices, data, n_cols=D.shape[0])
+        if D.shape[0] != shape[1]:
+            raise ValueError(f"D must have {shape[1]} rows (A has {shape[1]} columns), got shape {D.shape}")
         self._refuse("run_spmv", data, ("float16",))
         self._refuse("run_spmv", D, ("float16",))
         rows, k = len(indptr) - 1, D.shape[1]

@@ -16,7 +16,13 @@ the project's rule (int8/16/32 -> int32, int64 -> int64, fp16 -> fp32, fp32 and
 fp64 kept) and the output size (data-dependent for segmented_sum and compress),
 so the ops trace under torch.compile. Integer overflow raises (the default of
 the mmvref ops); no autograd formula is registered (the ops are not
-differentiable here).
+differentiable here). Arguments are checked by torch's dispatcher against the
+schema first: ``exclusive`` is a ``bool`` there, and torch's argument parser
+converts a number (``exclusive=1``, ``2.5``) to a bool, and None to the
+default, before the op runs (a string is refused with a RuntimeError naming
+``exclusive``); a
+tensor of a dtype the ops do not take (bfloat16, ...) raises TypeError naming
+the argument.
 """
 from __future__ import annotations
 
@@ -34,14 +40,32 @@ _NP = {torch.int8: np.int8, torch.int16: np.int16, torch.int32: np.int32, torch.
 _TORCH = {np.dtype(v): k for k, v in _NP.items()}
 
 
-def _result(dtype: torch.dtype) -> torch.dtype:
+def _result(dtype: torch.dtype, name: str = "x") -> torch.dtype:
     if dtype not in _NP:
-        raise TypeError(f"mmv ops do not accept dtype {dtype}")
+        raise TypeError(f"{name} has unsupported dtype {dtype}; supported: "
+                        + ", ".join(str(d) for d in _NP))
     return _TORCH[result_dtype(np.dtype(_NP[dtype]))]
 
 
-def _np(t: Tensor) -> np.ndarray:
-    return t.detach().contiguous().numpy()
+def _spmv_result(data: torch.dtype, x: torch.dtype) -> torch.dtype:
+    """The CPU kernel's result dtype: numpy's promotion (int32 with float32 gives
+    float64, where torch.promote_types would say float32), then the project rule."""
+    _result(data, "data")
+    _result(x, "x")
+    return _TORCH[result_dtype(np.result_type(_NP[data], _NP[x]))]
+
+
+def _np(t: Tensor, name: str = "x") -> np.ndarray:
+    from mmvref._fast._io import to_numpy  # the public ops' boundary: dtype checks name the argument
+
+    return to_numpy(t.detach().contiguous(), name)
+
+
+def _rows(indptr: Tensor) -> int:
+    if indptr.dim() != 1 or indptr.shape[0] < 1:
+        raise ValueError(f"indptr must be 1-D with at least one entry (indptr[0] = 0), "
+                         f"got shape {tuple(indptr.shape)}")
+    return indptr.shape[0] - 1
 
 
 def _out(a) -> Tensor:
@@ -60,7 +84,7 @@ def _(x, exclusive=False):
 
 @torch.library.custom_op("mmv::segmented_scan", mutates_args=(), device_types="cpu")
 def segmented_scan(x: Tensor, flags: Tensor, exclusive: bool = False) -> Tensor:
-    return _out(mmvref.segmented_scan(_np(x), _np(flags), exclusive=exclusive))
+    return _out(mmvref.segmented_scan(_np(x), _np(flags, "flags"), exclusive=exclusive))
 
 
 @segmented_scan.register_fake
@@ -71,7 +95,7 @@ def _(x, flags, exclusive=False):
 
 @torch.library.custom_op("mmv::segmented_sum", mutates_args=(), device_types="cpu")
 def segmented_sum(x: Tensor, flags: Tensor) -> Tensor:
-    return _out(mmvref.segmented_sum(_np(x), _np(flags)))
+    return _out(mmvref.segmented_sum(_np(x), _np(flags, "flags")))
 
 
 @segmented_sum.register_fake
@@ -82,17 +106,17 @@ def _(x, flags):
 
 @torch.library.custom_op("mmv::segment_sum_csr", mutates_args=(), device_types="cpu")
 def segment_sum_csr(x: Tensor, indptr: Tensor) -> Tensor:
-    return _out(mmvref.segment_sum_csr(_np(x), _np(indptr)))
+    return _out(mmvref.segment_sum_csr(_np(x), _np(indptr, "indptr")))
 
 
 @segment_sum_csr.register_fake
 def _(x, indptr):
-    return x.new_empty((indptr.shape[0] - 1,), dtype=_result(x.dtype))
+    return x.new_empty((_rows(indptr),), dtype=_result(x.dtype))
 
 
 @torch.library.custom_op("mmv::compress", mutates_args=(), device_types="cpu")
 def compress(x: Tensor, mask: Tensor) -> Tensor:
-    return _out(mmvref.compress(_np(x), _np(mask)))
+    return _out(mmvref.compress(_np(x), _np(mask, "mask")))
 
 
 @compress.register_fake
@@ -103,13 +127,16 @@ def _(x, mask):
 
 @torch.library.custom_op("mmv::spmv", mutates_args=(), device_types="cpu")
 def spmv(indptr: Tensor, indices: Tensor, data: Tensor, x: Tensor) -> Tensor:
-    shape = (indptr.shape[0] - 1, x.shape[0])
-    return _out(mmvref.spmv((_np(indptr), _np(indices), _np(data), shape), _np(x)))
+    shape = (_rows(indptr), x.shape[0] if x.dim() == 1 else -1)
+    if shape[1] < 0:
+        raise ValueError(f"x must be 1-D, got shape {tuple(x.shape)}")
+    return _out(mmvref.spmv((_np(indptr, "indptr"), _np(indices, "indices"), _np(data, "data"), shape),
+                            _np(x)))
 
 
 @spmv.register_fake
 def _(indptr, indices, data, x):
-    return x.new_empty((indptr.shape[0] - 1,), dtype=_result(torch.promote_types(data.dtype, x.dtype)))
+    return x.new_empty((_rows(indptr),), dtype=_spmv_result(data.dtype, x.dtype))
 
 
 OPS = {"scan": scan, "segmented_scan": segmented_scan, "segmented_sum": segmented_sum,

@@ -130,3 +130,10 @@ def test_edge_values_and_op_inputs():
     with pytest.raises(KeyError, match="no strategy"):
         strategies.op_inputs("mult")
     assert set(faults.FAULTS) and all(f.ops for f in faults.FAULTS.values())
+
+
+@pytest.mark.parametrize("argv, flag", [(["--max-examples", "0"], "--max-examples"), (["--s", "1"], "--s")])
+def test_cli_refuses_a_run_that_would_test_nothing(argv, flag, capsys):
+    assert main(["--backend", "mmvref", "--ops", "scan", *argv]) == 2
+    err = capsys.readouterr().err
+    assert flag in err and "must be >=" in err

@@ -177,6 +177,132 @@ def test_segmented_sum_few_starts(simd, case, overflow):
              x, overflow)
 
 
+@pytest.mark.parametrize("nocount", [0.0, 2.0], ids=["flag-pass", "provisional"])
+@pytest.mark.parametrize("simd", _target.LEVELS)
+@given(st.one_of(inputs(), inputs(big=True), few_starts().map(lambda c: (*c, None))),
+       st.sampled_from(["raise", "wrap"]))
+def test_segmented_sum_both_offset_schemes(simd, nocount, case, overflow):
+    """segmented_sum with each chunk's output offset from a flag-counting pass and
+    without one (AVX2: sums packed at a provisional offset per chunk, then gathered),
+    whatever the flag density; chunk seams from the chunk_size fixture."""
+    x, f, _ = case
+    old = segops._NOCOUNT_BELOW
+    segops._NOCOUNT_BELOW = nocount
+    try:
+        with _simd(simd):
+            _run(lambda: mmvref.segmented_sum(x, f, overflow=overflow), oracle_segmented_sum(x, f), x,
+                 overflow)
+    finally:
+        segops._NOCOUNT_BELOW = old
+
+
+@pytest.mark.parametrize("nocount", [0.0, 2.0], ids=["flag-pass", "provisional"])
+@pytest.mark.parametrize("simd", _target.LEVELS)
+@pytest.mark.parametrize("where", [0, 1, 17, 999, 5000, 9999])
+def test_segmented_sum_invalid_flag_in_any_chunk(simd, nocount, where):
+    """A flag byte > 1 is an error wherever it is (position 0, inside a later chunk, the
+    last element), also when the kernel counts the flags itself."""
+    x = np.arange(10000, dtype=np.int32)
+    f = np.zeros(10000, np.uint8)
+    f[::97] = 1
+    f[where] = 2
+    old = segops._NOCOUNT_BELOW
+    segops._NOCOUNT_BELOW = nocount
+    try:
+        with _simd(simd), pytest.raises(ValueError, match=rf"flags\[{where}\] = 2"):
+            mmvref.segmented_sum(x, f)
+    finally:
+        segops._NOCOUNT_BELOW = old
+
+
+@st.composite
+def lane_patterns(draw):
+    """Inputs shaped for the vector kernels: lengths at and around multiples of 8, 16 and
+    64 (vector tails, 16-element steps, 64-flag groups, 1024-element blocks), flags set
+    per 8-lane vector from patterns with starts at lanes 0 and 7 (and none, all, one),
+    values small or at the int32 limits."""
+    dt = draw(st.sampled_from(["int8", "int16", "int32"]))
+    n = draw(st.one_of(st.sampled_from([7, 8, 9, 15, 16, 17, 63, 64, 65, 127, 128, 129, 1023, 1024, 1025, 2049]),
+                       st.integers(0, 2100)))
+    info = np.iinfo(dt)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    if draw(st.booleans()):
+        x = rng.integers(-100, 100, n, endpoint=True).astype(dt)
+    else:  # the limits: blocks that fail the overflow screen, sums that do and do not fit int32
+        x = rng.choice(np.array([info.min, info.max, 0, -1, 1], dtype=dt), n)
+    pats = draw(st.lists(st.sampled_from([0x00, 0x01, 0x80, 0x81, 0xFF, 0x7E, 0x10]), min_size=1, max_size=4))
+    g = (n + 7) // 8
+    masks = np.array(pats, np.uint8)[rng.integers(0, len(pats), g)]
+    masks[rng.random(g) < draw(st.sampled_from([0.0, 0.9, 0.99]))] = 0  # sparse: start-free 64-flag groups
+    f = np.unpackbits(masks, bitorder="little")[:n].astype(np.uint8)
+    return x, f
+
+
+@pytest.mark.parametrize("simd", _target.LEVELS)
+@given(lane_patterns(), st.booleans(), st.sampled_from(["raise", "wrap"]))
+def test_vector_lane_patterns(simd, case, exclusive, overflow):
+    x, f = case
+    with _simd(simd):
+        _run(lambda: mmvref.scan(x, exclusive=exclusive, overflow=overflow), oracle_scan(x, exclusive), x,
+             overflow)
+        _run(lambda: mmvref.segmented_scan(x, f, exclusive=exclusive, overflow=overflow),
+             oracle_segmented_scan(x, f, exclusive), x, overflow)
+        _run(lambda: mmvref.segmented_sum(x, f, overflow=overflow), oracle_segmented_sum(x, f), x, overflow)
+
+
+@pytest.mark.parametrize("simd", _target.LEVELS)
+@pytest.mark.parametrize("shift", [0, 1, 7, 8, 13])
+def test_every_eight_lane_flag_mask(simd, shift):
+    """Each of the 256 flag patterns of an eight-lane vector (the AVX2 left-pack table's
+    rows), at several alignments, against the oracle."""
+    f = np.concatenate([np.zeros(shift, np.uint8),
+                        np.unpackbits(np.arange(256, dtype=np.uint8), bitorder="little")]).astype(np.uint8)
+    x = (np.arange(f.size, dtype=np.int64) * 7919 % 2001 - 1000).astype(np.int32)
+    with _simd(simd):
+        _check(mmvref.segmented_sum(x, f), oracle_segmented_sum(x, f), x)
+        for ex in (False, True):
+            _check(mmvref.segmented_scan(x, f, exclusive=ex), oracle_segmented_scan(x, f, ex), x)
+
+
+@pytest.mark.parametrize("simd", _target.LEVELS)
+@given(inputs(big=True), st.booleans(), st.sampled_from(["raise", "wrap"]), st.sampled_from([1, 5, 64, 100]))
+def test_scan_super_block_seams(simd, case, exclusive, overflow, super_block):
+    """The integer scan reduces and scans super-blocks of _SCAN_SUPER elements in turn
+    (the carry crosses the seams): small super-blocks, values at the limits."""
+    x, _, _ = case
+    old = segops._SCAN_SUPER
+    segops._SCAN_SUPER = super_block
+    try:
+        with _simd(simd):
+            _run(lambda: mmvref.scan(x, exclusive=exclusive, overflow=overflow), oracle_scan(x, exclusive), x,
+                 overflow)
+    finally:
+        segops._SCAN_SUPER = old
+
+
+@pytest.mark.parametrize("simd", _target.LEVELS)
+@pytest.mark.parametrize("offset", [0, 1, 3])
+def test_large_outputs_streaming_stores(simd, offset, chunk_size):
+    """Outputs of 2**23 elements and more are written with streaming stores from the first
+    32-byte aligned element of each chunk (AVX2 kernels): every alignment of the output.
+    Too long for the loop oracle: the reference is numpy's int64 cumsum."""
+    if chunk_size != 1 << 14:
+        pytest.skip("one chunking suffices")
+    n = (1 << 23) + 13
+    rng = np.random.default_rng(offset)
+    x = rng.integers(-1000, 1000, n + offset, dtype=np.int32)[offset:]
+    f = (rng.random(n) < 0.01).astype(np.uint8)
+    f[:5] = [1, 0, 1, 1, 0]
+    P = np.cumsum(x, dtype=np.int64)
+    E = P - x
+    starts = np.flatnonzero(np.r_[1, f[1:]])
+    before = np.repeat(E[starts], np.diff(np.r_[starts, n]))
+    with _simd(simd):
+        for ex in (False, True):
+            assert np.array_equal(mmvref.scan(x, exclusive=ex), E if ex else P)
+            assert np.array_equal(mmvref.segmented_scan(x, f, exclusive=ex), (E if ex else P) - before)
+
+
 @given(st.lists(st.lists(st.sampled_from([2**31 - 1, -2**31, 1, -1, 0, 7]), max_size=4), min_size=8, max_size=40),
        st.sampled_from(["raise", "wrap"]))
 def test_segment_sum_csr_short_rows_near_int32_limits(rows, overflow):

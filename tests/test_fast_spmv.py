@@ -254,6 +254,47 @@ def test_long_rows_contiguous_and_gathered():
                       data.astype(np.float32), xs)
 
 
+def test_vector_width_follows_compile_target():
+    """512-bit vectors only when Numba compiles for AVX-512F, 256-bit otherwise (AVX2, SSE2)."""
+    from mmvref._fast import _target
+
+    t = _target.target()
+    wide = t.is_x86 and t.has("avx512f")
+    assert K.lanes(np.float32) == (16 if wide else 8)
+    assert K.lanes(np.float64) == (8 if wide else 4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("pattern", ["scattered", "consecutive"])
+def test_every_row_length_around_the_lane_counts(dtype, pattern):
+    """Rows of every length 0..3W+1 (W = lanes), in both orders of lengths, as two-phase
+    batches, as per-row SIMD (long chunks) and split across chunks; x holds inf/nan in
+    columns no row uses, so a lane beyond a row's end that read x would show."""
+    W = K.lanes(np.dtype(dtype))
+    rng = np.random.default_rng(W)
+    lens = np.arange(3 * W + 2)
+    lens = np.r_[lens, lens[::-1], [K.LONG_ROW + 3] * 3]
+    n = 4 * W + 16
+    indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    cols = []
+    for k in lens:
+        if pattern == "consecutive":
+            s = int(rng.integers(0, 3 * W + 1 - min(k, 3 * W + 1) + 1))
+            c = np.arange(s, s + k) % (3 * W + 1)
+        else:
+            c = rng.integers(0, 3 * W + 1, k)
+        cols.append(c)
+    indices = np.concatenate(cols).astype(np.int32)
+    data = rng.uniform(-1, 1, indices.size).astype(dtype)
+    x = rng.uniform(-1, 1, n).astype(dtype)
+    x[3 * W + 1:] = np.where(np.arange(n - 3 * W - 1) % 2, np.inf, np.nan)
+    for ctx in (contextlib.nullcontext(), many_chunks(), many_chunks(2 * W)):
+        with ctx:
+            y = spmv((indptr, indices, data, (lens.size, n)), x)
+        assert np.isfinite(y).all()
+        assert_spmv_float(y, indptr, indices, data, x)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_inf_nan_propagate_only_where_used(dtype):
     # x holds inf/nan in columns that only some rows use; the masked SIMD lanes must not touch them

@@ -68,6 +68,8 @@ def index_arrays(indptr, indices, data, m, n, name="A"):
         raise ValueError(f"indptr[0] must be 0, got {indptr[0]}")
     if indptr[m] != nnz:
         raise ValueError(f"indptr[-1] must equal the number of entries ({nnz}), got {indptr[m]}")
+    if nnz == 0 and m > 1 and indptr.any():  # no entries: no kernel pass checks the offsets
+        raise_invalid(indptr, indices, data, n, name)
     if indices.dtype.itemsize < 4:
         indices = indices.astype(np.int32)
     elif indices.dtype == np.uint32 and n > (1 << 31):
@@ -77,7 +79,9 @@ def index_arrays(indptr, indices, data, m, n, name="A"):
 
 def int_array(a, name):
     a = to_numpy(a, name)
-    if not isinstance(a, np.ndarray):
+    if isinstance(a, (list, tuple, range)) and len(a) == 0:
+        a = np.zeros(0, np.int64)  # [] is no indices, not float64
+    elif not isinstance(a, np.ndarray):
         a = np.asarray(a)
     if a.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got an array of shape {a.shape}")

@@ -14,7 +14,8 @@ documented bound, which holds for every summation tree of a row's k
 products):
 - long rows (average row length of the chunk >= LONG_ROW, or a row longer
   than BATCH): ``simd_dot``, one pass over the row with four W-lane
-  accumulators (W = 16 float32 / 8 float64 lanes), products
+  accumulators (W = 16 float32 / 8 float64 lanes on AVX-512 targets, 8 / 4
+  elsewhere: ``lanes``), products
   ``data * x[col]`` fused into the adds, a masked tail, then a tree
   reduction. When W consecutive column indices are consecutive integers
   the W values of x are read with one contiguous load instead of a gather.
@@ -37,6 +38,15 @@ row part, so the caller knows which rows may have left int64 on the way.
 The SIMD building blocks are LLVM vector intrinsics (masked load/store,
 masked gather, vector reductions) emitted through ``numba.extending.intrinsic``;
 LLVM lowers them for the CPU it compiles for (AVX-512, AVX2, or scalar code).
+The vector width follows the compile target (``_vec_bits``): 512 bits with
+AVX-512F, 256 bits otherwise. On AVX2 targets whose gathers are slow (AMD Zen:
+LLVM's "prefer-no-gather" tuning) LLVM scalarizes the masked gathers into
+scalar loads. Alternatives measured on Zen 3 for the short rows (a scalar
+per-row loop with 1 or 4 accumulators, with and without software prefetch of
+x) were not consistently faster per core: all are within about 20% of one
+another and of scipy's scalar loop, as the benchmark matrices are bound by
+memory bandwidth (attention) or by the latency of random x reads (power-law,
+uniform).
 """
 from __future__ import annotations
 
@@ -56,7 +66,22 @@ LONG_ROW = 48
 #: nonzeros per two-phase batch of short rows (the product buffer stays in L1/L2)
 BATCH = 8192
 
-_VEC_BITS = 512
+
+def _vec_bits() -> int:
+    """512-bit vectors when the compile target has AVX-512F, else 256 (AVX2: one ymm
+    register; SSE2/NEON: LLVM splits them). Follows the target Numba compiles for
+    (``_target.target()``), not MMVREF_SIMD: Numba's cache is keyed on the compile
+    target, so the width must be a function of it. Measured on AMD Zen 3 (AVX2; LLVM
+    scalarizes its gathers), 256 against 512 bits: equal within noise on the small
+    attention matrices, faster on power-law and uniform 1M (2 threads, kernel only:
+    uniform float32 20.2 -> 15.4 ms, power-law float32 20.6 -> 16.2 ms)."""
+    from . import _target
+
+    t = _target.target()
+    return 512 if t.is_x86 and t.has("avx512f") else 256
+
+
+_VEC_BITS = _vec_bits()
 _I32 = ir.IntType(32)
 _I64 = ir.IntType(64)
 _I1 = ir.IntType(1)
@@ -65,7 +90,8 @@ _FLAGS = ("contract", "reassoc", "nsz")  # never nnan/ninf: NaN and inf must pro
 
 
 def lanes(acc_dtype) -> int:
-    """SIMD lanes of the float kernels for an accumulator dtype (16 float32, 8 float64)."""
+    """SIMD lanes of the float kernels for an accumulator dtype: 16 float32 / 8 float64
+    with 512-bit vectors, 8 / 4 with 256-bit ones (see ``_vec_bits``)."""
     return _VEC_BITS // (8 * np.dtype(acc_dtype).itemsize)
 
 
@@ -333,7 +359,7 @@ def simd_products(typingctx, ind, data, x, lo, hi, p):
 def simd_sum(typingctx, p, s, n):
     """sum(p[s:s+n]) for n >= 0: V*W-lane steps (V accumulators), then V masked
     W-lane loads for the remaining < V*W values, tree-reduced; V = 1 for
-    float32 (16 lanes), 2 for float64 (8 lanes). A run of at most V*W values
+    W >= 16 (float32 on 512-bit targets), else 2. A run of at most V*W values
     takes no loop iteration, so short rows of varying length cost no branch
     misprediction."""
     _check_arrays(p)
@@ -607,6 +633,18 @@ def int_rows_serial(indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, l
     """int_rows on the calling thread."""
     for c in range(R.size - 1):
         _int_chunk(c, indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, lbnd, umax_out, bad_out, check)
+
+
+# ----------------------------------------------------------------------------- per-call helpers
+
+@njit(cache=True)
+def flagged(umax, bad, n):
+    """True when a kernel saw an inconsistent offset or read a column index >= n
+    (negative ones count as huge: umax is unsigned)."""
+    for c in range(bad.size):
+        if bad[c] or umax[c] > np.uint64(n - 1):
+            return True
+    return False
 
 
 # ----------------------------------------------------------------------------- combine

@@ -36,15 +36,15 @@ Algorithms:
 from __future__ import annotations
 
 import math
-import operator
 
 import numba
 import numpy as np
 
-from .._validate import as_flags, as_uniform, as_values, check_overflow, check_weights
+from .._threading import guarded
+from .._validate import as_flags, as_uniform, as_values, check_bool, check_int, check_overflow, check_weights
 from . import _scanfamily_kernels as K
 from ._io import is_tensor, like_input, to_numpy
-from .segops import _I64, _overflow, _result_dtype, scan
+from .segops import _I64, _narrow, _narrowing, _overflow, _result_dtype, scan
 
 __all__ = ["batched_scan", "split", "split_ind", "radix_sort", "argsort", "topk", "weighted_sample",
            "top_p_sample"]
@@ -184,6 +184,7 @@ def _split(x, mask, want_idx):
     return out, idx
 
 
+@guarded
 def split(x, mask):
     """Stable split: the elements with mask 1 first, then those with mask 0,
     each group in input order. x 1-D (any value dtype); mask 0/1 of
@@ -192,6 +193,7 @@ def split(x, mask):
     return like_input(out, x)
 
 
+@guarded
 def split_ind(x, mask):
     """``split`` -> (values, original indices int64)."""
     out, idx = _split(x, mask, True)
@@ -202,11 +204,12 @@ def split_ind(x, mask):
 
 def _sort(x, descending):
     x = _values(x, ndims=(1, 2))
-    kp = _key_params(x.dtype, bool(descending))
+    kp = _key_params(x.dtype, check_bool(descending, "descending"))
     b = _bits(x)
     return x, b, kp, _keys(b, kp)
 
 
+@guarded
 def radix_sort(x, *, descending=False):
     """Stable sort -> (values, indices int64), like ``torch.sort(stable=True)``.
 
@@ -227,6 +230,7 @@ def radix_sort(x, *, descending=False):
     return like_input(sv.view(x.dtype), src), like_input(idx, src)
 
 
+@guarded
 def argsort(x, *, descending=False):
     """The indices (int64) of ``radix_sort(x, descending=...)`` (stable)."""
     src = x
@@ -320,6 +324,7 @@ def _topk_1d(b, k, kp, vmode, X):
     return out_v, out_i
 
 
+@guarded
 def topk(x, k, *, largest=True):
     """The k largest (``largest=False``: smallest) values, sorted (descending,
     resp. ascending), and their indices int64. Among equal values the lower
@@ -327,14 +332,9 @@ def topk(x, k, *, largest=True):
     (as in torch.topk). x 1-D, or 2-D row by row; 0 <= k <= x.shape[-1]."""
     src = x
     x = _values(x, ndims=(1, 2))
-    try:
-        k = operator.index(k)
-    except TypeError:
-        raise TypeError(f"k must be an integer, got {type(k).__name__}") from None
     n = x.shape[-1]
-    if not 0 <= k <= n:
-        raise ValueError(f"k must be in [0, {n}] (the length of x's last axis), got {k}")
-    kp = _key_params(x.dtype, bool(largest))
+    k = check_int(k, "k", 0, n, what=" (the length of x's last axis)")
+    kp = _key_params(x.dtype, check_bool(largest, "largest"))
     vmode, X = _emit_mode(x.dtype, kp)
     b = _bits(x)
     if x.ndim == 1:
@@ -348,6 +348,7 @@ def topk(x, k, *, largest=True):
 
 # ----------------------------------------------------------------------------- batched scan
 
+@guarded
 def batched_scan(x, *, exclusive=False, dtype=None, overflow="raise"):
     """Each row of a 2-D ``x`` scanned on its own (like ``torch.cumsum(x, dim=1)``);
     ``exclusive=True``: z[r, i] = sum(x[r, :i]).
@@ -365,7 +366,10 @@ def batched_scan(x, *, exclusive=False, dtype=None, overflow="raise"):
     rdt = _result_dtype(x, dtype, "batched_scan")
     check_overflow(overflow)
     rows, n = x.shape
-    ex = bool(exclusive)
+    ex = check_bool(exclusive, "exclusive")
+    if _narrowing(x, rdt):
+        return like_input(_narrow(lambda d: batched_scan(x, exclusive=ex, dtype=d, overflow=overflow),
+                                  "batched_scan", overflow), src)
     if 0 < rows < numba.get_num_threads() and n >= 1 << 16:
         out = np.empty((rows, n), dtype=rdt)
         for r in range(rows):
@@ -404,6 +408,7 @@ def _weights(w):
     return w
 
 
+@guarded
 def weighted_sample(w, u):
     """Index i drawn with probability w[i] / sum(w) by inverse transform with the
     caller's uniform u in [0, 1) (DEVELOPERS.md): c = inclusive sums of w (int64
@@ -455,6 +460,7 @@ def weighted_sample(w, u):
     return like_input(i, usrc) if is_tensor(usrc) else i
 
 
+@guarded
 def top_p_sample(probs, p, u):
     """Nucleus sampling with a given uniform u (Llama 3's sample_top_p; DEVELOPERS.md):
     per row, order = stable descending sort; q = probs[order] in float64; e =
@@ -469,6 +475,8 @@ def top_p_sample(probs, p, u):
         raise TypeError(f"probs must be float16, float32 or float64, got {probs.dtype}")
     check_weights(probs, "probs")
     try:
+        if not isinstance(p, (int, float, np.integer, np.floating)) or isinstance(p, (bool, np.bool_)):
+            raise TypeError
         pf = float(p)
     except (TypeError, ValueError):
         raise TypeError(f"p must be a float, got {type(p).__name__}") from None

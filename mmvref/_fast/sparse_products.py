@@ -24,10 +24,13 @@ validation is fused into the kernels' passes (``_csr_input``).
 """
 from __future__ import annotations
 
+import os
+
 import numba
 import numpy as np
 
 from .._dtypes import result_dtype
+from .._threading import guarded
 from .._validate import as_values, check_overflow
 from . import _spgemm_kernels as KG
 from . import _spmm_kernels as KM
@@ -64,6 +67,7 @@ def _operand(A, name):
 
 # ----------------------------------------------------------------------------- SpMM
 
+@guarded
 def spmm(A, D, *, overflow="raise"):
     """O = A D for CSR A and dense D.
 
@@ -97,6 +101,8 @@ def spmm(A, D, *, overflow="raise"):
     if nnz and n == 0:
         raise_invalid(indptr, indices, data, n)
     if m == 0 or k == 0 or nnz == 0:
+        if nnz:  # no columns of D: the kernel pass that checks the structure does not run
+            _validate(indptr, indices, data, n, "A")
         return like_input(np.zeros((m, k), rdt), src)
     out = np.empty(m * k, wd)
     Dw = np.ascontiguousarray(D, dtype=wd).reshape(-1)
@@ -145,6 +151,7 @@ def _validate(indptr, indices, data, ncols, name):
         raise_invalid(indptr, indices, data, ncols, name)
 
 
+@guarded
 def spgemm(A, B, *, workspace="auto", overflow="raise"):
     """C = A B for CSR A (m x n) and B (n x p).
 
@@ -174,6 +181,8 @@ def spgemm(A, B, *, workspace="auto", overflow="raise"):
     rdt = result_dtype(dt)
     wd = rdt if dt.kind == "f" else np.dtype(np.int64)
     dense = workspace == "dense" or (workspace == "auto" and p <= DENSE_MAX_COLS)
+    if dense:
+        _check_dense_workspace(p, wd)
     auto = workspace == "auto"  # rows of at most RANK_MAX products by the coordinate list, also when dense
     ad = np.ascontiguousarray(ad, dtype=wd)
     bd = np.ascontiguousarray(bd, dtype=wd)
@@ -237,15 +246,35 @@ def spgemm(A, B, *, workspace="auto", overflow="raise"):
     return C
 
 
+def _check_dense_workspace(p, wd):
+    """The dense workspace (per thread: a value and a bit per column of B) must fit
+    in half the machine's memory: a failed allocation inside the parallel kernel
+    would not surface as a clean error. Refused with MemoryError naming the
+    workspace; workspace="sparse" (or "auto") needs memory per product only."""
+    T = numba.get_num_threads()
+    need = T * p * (wd.itemsize + 4.125)  # values, bitmap, and count_dense's 4-byte markers
+    try:
+        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        phys = 1 << 40
+    if need > phys / 2:
+        raise MemoryError(
+            f"spgemm: workspace='dense' needs about {need / 2**30:.1f} GiB ({T} threads x {p} columns of B x "
+            f"{wd.itemsize + 4.125:g} B), more than half this machine's memory ({phys / 2**30:.1f} GiB); "
+            f"pass workspace='sparse' (or 'auto')")
+
+
 def _spgemm_int_result(cd, ap, ai, ad, bp, bi, bd, prods, rdt, overflow):
     """int64 words -> the result dtype, with the exact overflow check."""
     info = np.iinfo(rdt)
-    if overflow == "wrap" or not cd.size:
+    if overflow == "wrap":
         return cd.astype(rdt)
-    ma = int(np.abs(ad).max()) if ad.size else 0
-    mb = int(np.abs(bd).max()) if bd.size else 0
+    # max |.| as Python ints (np.abs of the int64 minimum is negative); an entry whose
+    # int64 word wrapped to exactly 0 was dropped, so an empty cd is no proof of no overflow
+    ma = max(abs(int(ad.min())), abs(int(ad.max()))) if ad.size else 0
+    mb = max(abs(int(bd.min())), abs(int(bd.max()))) if bd.size else 0
     if int(prods.max(initial=0)) * ma * mb < 2**63:  # no int64 word wrapped: they are exact
-        if cd.min() < info.min or cd.max() > info.max:
+        if cd.size and (cd.min() < info.min or cd.max() > info.max):
             raise OverflowError(f"spgemm: a result overflows {rdt}; pass overflow='wrap'")
         return cd.astype(rdt)
     # rows whose words may have wrapped (float64 bound, conservative): recomputed with Python ints

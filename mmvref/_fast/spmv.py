@@ -11,6 +11,7 @@ import numba
 import numpy as np
 
 from .._dtypes import result_dtype
+from .._threading import guarded
 from .._validate import as_values, check_overflow
 from . import _spmv_kernels as K
 from ._csr_input import csr_parts, index_arrays, raise_invalid
@@ -28,6 +29,7 @@ CHUNKS_PER_THREAD = 8
 _SAFE_INT64 = float(1 << 62)  # a row whose sum of |a_ij x_j| stays below this never left int64
 
 
+@guarded
 def spmv(A, x, *, overflow="raise"):
     """y = A @ x for a CSR matrix A; rows without entries give 0.
 
@@ -92,6 +94,8 @@ def spmv(A, x, *, overflow="raise"):
 
     C = _n_chunks(nnz + K.ROW_COST * m)
     R, E = K.partition(indptr, C, K.ROW_COST)
+    if R[0] != 0 or R[-1] != m:  # only offsets out of order leave rows outside every chunk
+        raise_invalid(indptr, indices, data, n)
     umax = np.zeros(C, dtype=np.uint64)
     bad = np.zeros(C, dtype=np.bool_)
     if rdt.kind == "f":
@@ -167,7 +171,7 @@ def _n_chunks(cost):
 
 
 def _check_flags(indptr, indices, data, n, umax, bad):
-    if bad.any() or (umax.size and int(umax.max()) > n - 1):
+    if K.flagged(umax, bad, n):
         raise_invalid(indptr, indices, data, n)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import bounds, mmv
 from .._dtypes import INT_VALUE_DTYPES
-from .._validate import as_values, check_s
+from .._validate import _asarray, as_values, check_s
 from ._words import DEFAULT_S, finish, max_abs_int
 from .scan import scan_words
 from .segscan import seg_scan_words
@@ -128,8 +128,8 @@ def matrix_product(A, B, s=DEFAULT_S, *, overflow="raise"):
     second segmented scan with a segment every p entries, read at the segment
     ends, gives C. Works for n x p times p x q.
     """
-    A = np.asarray(A)
-    B = np.asarray(B)
+    A = _asarray(A, "A")  # the shared boundary: byte order, torch tensors
+    B = _asarray(B, "B")
     if A.ndim != 2:
         raise ValueError(f"A must be 2-D, got shape {A.shape}")
     if B.ndim != 2:

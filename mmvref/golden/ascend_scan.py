@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import bounds, mmv
-from .._validate import as_values, check_s
+from .._validate import as_values, check_bool, check_cores, check_overflow, check_s
 from ._words import DEFAULT_S, finish, max_abs_int, to_words
 
 __all__ = [
@@ -150,6 +150,8 @@ def _run(name, words_fn, x, s, exclusive, overflow, *extra):
         raise ValueError(f"x must be 1-D, or 2-D (a batch of rows), got shape {np.shape(x)}")
     x = as_values(x, "x", ndim=np.ndim(x))
     s = check_s(s)
+    exclusive = check_bool(exclusive, "exclusive")
+    check_overflow(overflow)
     rows = x if x.ndim == 2 else x[None, :]
     out = []
     for row in rows:
@@ -188,7 +190,5 @@ def scan_ul1(x, s=DEFAULT_S, *, exclusive=False, overflow="raise"):
 def mc_scan(x, s=DEFAULT_S, cores=20, *, exclusive=False, overflow="raise"):
     """Scan by MCScan (Alg. 3) with ``cores`` blocks (the 910B4 has 20 AI cores);
     x 1-D, or 2-D scanned row by row."""
-    cores = int(cores)
-    if cores < 1:
-        raise ValueError(f"cores must be >= 1, got {cores}")
+    cores = check_cores(cores)
     return _run("mc_scan", mc_scan_words, x, s, exclusive, overflow, cores)

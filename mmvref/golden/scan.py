@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import bounds, mmv
-from .._validate import as_values, check_s
+from .._validate import as_values, check_bool, check_overflow, check_s
 from ._words import DEFAULT_S, finish, max_abs_int, to_words
 
 __all__ = ["scan", "scan_words"]
@@ -42,6 +42,8 @@ def scan(x, s=DEFAULT_S, *, exclusive=False, overflow="raise"):
     """
     x = as_values(x, "x")
     s = check_s(s)
+    exclusive = check_bool(exclusive, "exclusive")
+    check_overflow(overflow)
     w = to_words(x)
     z = scan_words(w, s)
     if exclusive:

@@ -14,7 +14,16 @@ import math
 import numpy as np
 
 from .. import mmv
-from .._validate import as_flags, as_uniform, as_values, check_s, check_weights
+from .._validate import (
+    as_flags,
+    as_uniform,
+    as_values,
+    check_bool,
+    check_cores,
+    check_int,
+    check_s,
+    check_weights,
+)
 from ._words import DEFAULT_S
 from .ascend_scan import exclusive_shift, mc_scan_words, reduce_sum
 
@@ -48,11 +57,7 @@ def split_positions(m, s, cores):
 
 
 def _check_sc(s, cores):
-    s = check_s(s)
-    cores = int(cores)
-    if cores < 1:
-        raise ValueError(f"cores must be >= 1, got {cores}")
-    return s, cores
+    return check_s(s), check_cores(cores)
 
 
 def split_ind(x, mask, s=DEFAULT_S, cores=DEFAULT_CORES):
@@ -105,9 +110,10 @@ def radix_sort(x, s=DEFAULT_S, cores=DEFAULT_CORES, *, descending=False):
     x 1-D, or 2-D sorted row by row."""
     x, rows = _rows(x)
     s, cores = _check_sc(s, cores)
+    descending = check_bool(descending, "descending")
     vals, idxs = [], []
     for row in rows:
-        v, i = _sort_row(row, bool(descending), s, cores)
+        v, i = _sort_row(row, descending, s, cores)
         vals.append(v)
         idxs.append(i)
     return _stack(vals, x.shape, x.dtype), _stack(idxs, x.shape, np.int64)
@@ -159,12 +165,11 @@ def topk(x, k, s=DEFAULT_S, cores=DEFAULT_CORES, *, largest=True):
     x, rows = _rows(x)
     s, cores = _check_sc(s, cores)
     n = x.shape[-1]
-    k = int(k)
-    if not 0 <= k <= n:
-        raise ValueError(f"k must be in [0, {n}] (the length of x), got {k}")
+    k = check_int(k, "k", 0, n, what=" (the length of x)")
+    largest = check_bool(largest, "largest")
     vals, idxs = [], []
     for row in rows:
-        keys = mmv.orderkey(row, descending=bool(largest))
+        keys = mmv.orderkey(row, descending=largest)
         chosen = select_smallest(keys, k, s, cores)
         pos, _ = split_positions(chosen, s, cores)
         sel = mmv.scatter(_iota(n), pos, n)[:k]  # COMPRESS: chosen, in index order

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import bounds, mmv
-from .._validate import as_flags, as_values, check_s
+from .._validate import as_flags, as_values, check_bool, check_overflow, check_s
 from ._words import DEFAULT_S, finish, flag_words, max_abs_int, to_words
 from .scan import scan_words
 
@@ -127,6 +127,8 @@ def sscr(x, f, s=DEFAULT_S, *, exclusive=False, overflow="raise"):
     x = as_values(x, "x")
     f = as_flags(f, len(x), "f")
     s = check_s(s)
+    exclusive = check_bool(exclusive, "exclusive")
+    check_overflow(overflow)
     w = to_words(x)
     fw = _starts_after_first(f)
     xhat, fhat = scan_words(w, s), scan_words(fw, s)  # line 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import bounds, mmv
-from .._validate import as_flags, as_values, check_s
+from .._validate import as_flags, as_values, check_bool, check_overflow, check_s
 from ._words import DEFAULT_S, finish, flag_words, max_abs_int, to_words
 from .segmented import _seg_scan_exact
 
@@ -88,6 +88,8 @@ def seg_scan(x, f, s=DEFAULT_S, *, exclusive=False, overflow="raise"):
     x = as_values(x, "x")
     f = as_flags(f, len(x), "f")
     s = check_s(s)
+    exclusive = check_bool(exclusive, "exclusive")
+    check_overflow(overflow)
     z = seg_scan_words(to_words(x), flag_words(f), s)
     if exclusive:  # the exclusive segmented scan: z - x (one VCU SUB)
         z = mmv.sub(z, to_words(x))

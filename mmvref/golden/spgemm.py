@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import mmv
 from .._dtypes import result_dtype
-from .._validate import as_csr_matrix
+from .._validate import as_csr_matrix, check_int
 from .scan import scan_words
 from .scan_operators import radix_sort
 from .segmented import compress_words, scd
@@ -43,9 +43,37 @@ def _operands(A, B):
     if a[3][1] != b[3][0]:
         raise ValueError(f"shapes {a[3]} and {b[3]} do not multiply")
     dt = np.result_type(a[2].dtype, b[2].dtype)
-    result_dtype(dt)  # refuses dtypes outside the project's rule
+    rdt = result_dtype(dt)  # refuses dtypes outside the project's rule
     wd = np.int64 if dt.kind in "iub" else np.result_type(dt, np.float32)
+    if rdt.kind == "i":
+        _check_exact(a, b, rdt)
     return a, b, np.dtype(wd)
+
+
+def _check_exact(a, b, rdt):
+    """The int64 words are exact modulo 2**64 only: where a row's products can
+    sum beyond int64 (bound: products x max|a| x max|b|), the exact entries
+    (Python ints) decide, and one outside ``rdt`` raises OverflowError."""
+    (ap, ai, ad, _), (bp, bi, bd, _) = a, b
+    if not ad.size or not bd.size:
+        return
+    ma = max(abs(int(ad.min())), abs(int(ad.max())))
+    mb = max(abs(int(bd.min())), abs(int(bd.max())))
+    per_entry = (bp[ai + 1] - bp[ai]).astype(np.int64)
+    c = np.concatenate([[0], np.cumsum(per_entry)])
+    prods = c[ap[1:]] - c[ap[:-1]]  # products per row of A
+    if int(prods.max(initial=0)) * ma * mb < 2**63:
+        return
+    info = np.iinfo(rdt)
+    for r in np.flatnonzero(prods.astype(np.float64) * (float(ma) * float(mb)) >= 2.0**62):
+        acc = {}
+        for q in range(ap[r], ap[r + 1]):
+            k = int(ai[q])
+            for t in range(bp[k], bp[k + 1]):
+                acc[int(bi[t])] = acc.get(int(bi[t]), 0) + int(ad[q]) * int(bd[t])
+        bad = [v for v in acc.values() if v < info.min or v > info.max]
+        if bad:
+            raise OverflowError(f"golden spgemm: a result ({bad[0]}) in row {r} overflows {rdt}")
 
 
 def _finish(rows, cols, vals, shape, dtype, in_dtype=None):
@@ -200,9 +228,7 @@ def spgemm_ism(A, B, policy="hash", capacity=64):
     """C = A B by Insert-Sort-Merge with a sparse workspace (module docstring)."""
     if policy not in ISM_POLICIES:
         raise ValueError(f"policy must be one of {ISM_POLICIES}, got {policy!r}")
-    capacity = int(capacity)
-    if capacity < 1:
-        raise ValueError(f"capacity must be >= 1, got {capacity}")
+    capacity = check_int(capacity, "capacity", 1)
     (ap, ai, ad, (m, _)), (bp, bi, bd, (_, n)), wd = _operands(A, B)
     in_dt = np.result_type(ad.dtype, bd.dtype)
     ws = _Workspace(policy, capacity, n, wd)

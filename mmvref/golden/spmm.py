@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import bounds, mmv
 from .._dtypes import result_dtype
-from .._validate import as_csr, check_s
+from .._validate import _asarray, as_csr, as_values, check_s
 from ._words import DEFAULT_S, finish, max_abs_int, to_words
 from .scan import scan_words
 from .segmented import diff
@@ -35,12 +35,12 @@ __all__ = ["spmm", "spmm_tca", "gather_rows", "column_segment_sums", "tca_warps"
 
 
 def _as_dense(D, n_rows):
-    D = np.asarray(D)
+    D = _asarray(D, "D")  # the shared boundary: byte order, torch tensors (their dtypes named)
     if D.ndim != 2:
         raise ValueError(f"D must be 2-D (n x k), got shape {D.shape}")
     if D.shape[0] != n_rows:
         raise ValueError(f"D has {D.shape[0]} rows but S has {n_rows} columns")
-    return D
+    return as_values(D, "D", ndim=2)
 
 
 def gather_rows(data, indices, D):
@@ -74,7 +74,7 @@ def spmm(indptr, indices, data, D, s=DEFAULT_S, *, overflow="raise"):
     """O = S D for CSR S (``indptr``, ``indices``, ``data``; n = D.shape[0]
     columns) and dense D (n x k). Result dtype: the project rule on
     np.result_type(data, D); integers exact (overflow raises unless "wrap")."""
-    D = np.asarray(D)
+    D = _asarray(D, "D")
     s = check_s(s)
     D = _as_dense(D, D.shape[0] if D.ndim == 2 else -1)  # S's columns are checked against D's rows below
     indptr, indices, data = as_csr(indptr, indices, data, n_cols=D.shape[0])
@@ -125,7 +125,7 @@ def tca_fragment_product(v, g, side):
 def spmm_tca(indptr, indices, data, D, frag=64, *, overflow="raise", counter=None):
     """O = S D by the TCA formulation (module docstring); ``frag`` a square
     (64 = 8 x 8). ``counter``, a dict, gets "fragment_products" added."""
-    D = np.asarray(D)
+    D = _asarray(D, "D")
     D = _as_dense(D, D.shape[0] if D.ndim == 2 else -1)
     indptr, indices, data = as_csr(indptr, indices, data, n_cols=D.shape[0])
     side = math.isqrt(int(frag))
