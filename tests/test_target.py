@@ -178,6 +178,7 @@ _COMPILE_ONLY = """
 """
 
 
+@pytest.mark.slow  # pins its own target, so CI's second (haswell) stage need not repeat it
 @pytest.mark.skipif(not X86_HOST, reason="x86 kernels")
 @pytest.mark.parametrize("cpu, level, module", [("skylake-avx512", "avx512", "_avx512"), ("haswell", "avx2", None)])
 def test_x86_kernels_compile_for_targets_that_have_them(tmp_path, cpu, level, module):
