@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -18,6 +19,7 @@ from oracle import oracle_spmv, wrap
 
 import mmvref._fast.spmv as spmv_mod
 from mmvref._fast import _spmv_kernels as K
+from mmvref._fast import _target
 from mmvref._fast.spmv import spmv
 
 INT_DTYPES = ["int8", "int16", "int32", "int64"]
@@ -36,6 +38,22 @@ def many_chunks(min_cost=1):
         yield
     finally:
         spmv_mod.MIN_CHUNK_COST, spmv_mod.CHUNKS_PER_THREAD = old
+
+
+@pytest.fixture(params=_target.LEVELS)
+def level(request):
+    """Run with the float kernels of a kernel level (avx512, avx2 or portable: the gather
+    each reads x with), skipping one that the compile target or this CPU lacks. Yields
+    the path's module (its GATHER and LONG_ROW)."""
+    lvl = request.param
+    if not (_target.supports(_target.target(), lvl) and _target.supports(_target.host_target(), lvl)):
+        pytest.skip(f"the compile target {_target.target().cpu} or this CPU has no {lvl} path")
+    old = spmv_mod._LEVEL
+    spmv_mod._LEVEL = lvl
+    try:
+        yield spmv_mod._path()
+    finally:
+        spmv_mod._LEVEL = old
 
 
 def gamma(k, u):
@@ -147,11 +165,14 @@ def test_torch_sparse_csr_matrix():
     np.testing.assert_allclose(spmv(At, x), spmv(A, x), rtol=0, atol=0)
 
 
-def test_index_dtypes():
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_index_dtypes(level, dtype):
+    """Every index dtype gives the same bits (32-bit and 64-bit index gathers alike)."""
     rng = np.random.default_rng(5)
-    indptr, indices, data, shape = csr_tuple(rng.integers(0, 30, 50), 70, rng, "float64")
-    x = rng.standard_normal(70)
+    indptr, indices, data, shape = csr_tuple(rng.integers(0, 30, 50), 70, rng, dtype)
+    x = rng.standard_normal(70).astype(dtype)
     ref = spmv((indptr, indices, data, shape), x)
+    assert_spmv_float(ref, indptr, indices, data, x)
     for pt in ("int16", "int32", "uint32", "int64"):
         for it in ("int16", "uint16", "int32", "uint32", "int64", "uint64"):
             y = spmv((indptr.astype(pt), indices.astype(it), data, shape), x)
@@ -212,7 +233,7 @@ def test_float_within_bound(A, x_dtype, split, seed):
     assert_spmv_float(y, indptr, indices, data, x)
 
 
-def test_split_long_row_float32():
+def test_split_long_row_float32(level):
     """One very long row shared by many chunks, plus short rows around it."""
     rng = np.random.default_rng(7)
     lens = np.r_[rng.integers(0, 5, 100), 50_000, rng.integers(0, 5, 100)]
@@ -224,7 +245,7 @@ def test_split_long_row_float32():
         assert_spmv_float(y, indptr, indices, data, x)
 
 
-def test_row_longer_than_a_batch_among_short_rows():
+def test_row_longer_than_a_batch_among_short_rows(level):
     """A chunk of short rows (two-phase batches) holding one row longer than a batch."""
     rng = np.random.default_rng(10)
     lens = np.r_[rng.integers(0, 4, 3000), K.BATCH + 77, rng.integers(0, 4, 3000)]
@@ -236,10 +257,10 @@ def test_row_longer_than_a_batch_among_short_rows():
         assert_spmv_float(y, indptr, indices, data, x)
 
 
-def test_long_rows_contiguous_and_gathered():
+def test_long_rows_contiguous_and_gathered(level):
     """Chunks of long rows (the per-row SIMD path) with consecutive and scattered columns."""
     rng = np.random.default_rng(8)
-    lens = rng.integers(K.LONG_ROW, 4 * K.LONG_ROW, 300)
+    lens = rng.integers(level.LONG_ROW, 4 * max(level.LONG_ROW, 2 * K.lanes(np.float32)), 300)
     indptr, indices, data, shape = csr_tuple(lens, 5000, rng, "float64", values=(-1, 1))
     for r in range(0, 300, 2):
         lo, hi = indptr[r], indptr[r + 1]
@@ -266,14 +287,14 @@ def test_vector_width_follows_compile_target():
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("pattern", ["scattered", "consecutive"])
-def test_every_row_length_around_the_lane_counts(dtype, pattern):
+def test_every_row_length_around_the_lane_counts(level, dtype, pattern):
     """Rows of every length 0..3W+1 (W = lanes), in both orders of lengths, as two-phase
     batches, as per-row SIMD (long chunks) and split across chunks; x holds inf/nan in
     columns no row uses, so a lane beyond a row's end that read x would show."""
     W = K.lanes(np.dtype(dtype))
     rng = np.random.default_rng(W)
     lens = np.arange(3 * W + 2)
-    lens = np.r_[lens, lens[::-1], [K.LONG_ROW + 3] * 3]
+    lens = np.r_[lens, lens[::-1], [level.LONG_ROW + 3] * 3]
     n = 4 * W + 16
     indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
     cols = []
@@ -296,7 +317,7 @@ def test_every_row_length_around_the_lane_counts(dtype, pattern):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_inf_nan_propagate_only_where_used(dtype):
+def test_inf_nan_propagate_only_where_used(level, dtype):
     # x holds inf/nan in columns that only some rows use; the masked SIMD lanes must not touch them
     n = 40
     x = np.ones(n, dtype)
@@ -391,7 +412,7 @@ def _A():
 
 
 @pytest.mark.parametrize("split", [False, True])
-def test_errors_structure(split):
+def test_errors_structure(level, split):
     indptr, indices, data, shape = _A()
     x = np.ones(3)
     with many_chunks() if split else contextlib.nullcontext():
@@ -462,3 +483,24 @@ def test_errors_non_csr_scipy(fmt):
     A = sp.random(4, 3, density=0.5, format=fmt, random_state=0)
     with pytest.raises(TypeError, match=r"tocsr\(\)"):
         spmv(A, np.ones(3))
+
+
+@pytest.mark.parametrize("index_dtype, dtype, mnemonic", [
+    ("int32", "float32", "vgatherdps"), ("int32", "float64", "vgatherdpd"),
+    ("int64", "float32", "vgatherqps"), ("int64", "float64", "vgatherqpd")])
+def test_avx2_path_reads_x_with_gather_instructions(index_dtype, dtype, mnemonic):
+    """The avx2 path's reason to exist: AVX2 gathers even where LLVM's tuning would
+    scalarize its generic gather (AMD Zen). Checked in the machine code of the kernel."""
+    if not _target.supports(_target.target(), "avx2"):
+        pytest.skip(f"the compile target {_target.target().cpu} has no avx2 path")
+    from numba import typeof
+
+    from mmvref._fast import _spmv_avx2
+
+    a = lambda dt: np.zeros(1, dt)  # noqa: E731 - argument types only
+    args = (a(np.int64), a(index_dtype), a(dtype), a(dtype), a(dtype), a(np.int64), a(np.int64), a(dtype),
+            a(dtype), a(np.uint64), a(np.bool_), _spmv_avx2.GATHER, 8)
+    sig = tuple(typeof(v) for v in args)
+    fresh = numba.njit(K.float_rows_serial.py_func)  # uncached: a cached library keeps no assembly
+    fresh.compile(sig)
+    assert mnemonic in fresh.inspect_asm(sig)

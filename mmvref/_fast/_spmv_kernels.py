@@ -39,14 +39,20 @@ The SIMD building blocks are LLVM vector intrinsics (masked load/store,
 masked gather, vector reductions) emitted through ``numba.extending.intrinsic``;
 LLVM lowers them for the CPU it compiles for (AVX-512, AVX2, or scalar code).
 The vector width follows the compile target (``_vec_bits``): 512 bits with
-AVX-512F, 256 bits otherwise. On AVX2 targets whose gathers are slow (AMD Zen:
-LLVM's "prefer-no-gather" tuning) LLVM scalarizes the masked gathers into
-scalar loads. Alternatives measured on Zen 3 for the short rows (a scalar
-per-row loop with 1 or 4 accumulators, with and without software prefetch of
-x) were not consistently faster per core: all are within about 20% of one
-another and of scipy's scalar loop, as the benchmark matrices are bound by
-memory bandwidth (attention) or by the latency of random x reads (power-law,
-uniform).
+AVX-512F, 256 bits otherwise.
+
+How x[indices] is read is the one thing the kernel paths differ in, and it is
+a kernel argument (``Gather``) whose Numba type carries the choice, so each
+path is its own compiled specialization and cache entry:
+- ``GATHER`` (this module, the portable and AVX-512 paths): LLVM's generic
+  masked gather, lowered by LLVM for the target (zmm gathers on AVX-512; on
+  AVX2 targets tuned "prefer-no-gather", AMD Zen among them, one scalar load
+  per lane).
+- ``_spmv_avx2.GATHER`` (the AVX2 path): AVX2's gather instructions, always.
+
+``LONG_ROW`` (chunks whose whole rows average at least that many entries take
+``simd_dot`` per row, shorter ones the two-phase batches) is also per path:
+the kernels take it as an argument.
 """
 from __future__ import annotations
 
@@ -54,14 +60,16 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
 from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.core import types as nbtypes
+from numba.extending import NativeValue, intrinsic, models, register_model, typeof_impl, unbox
 
 __all__ = ["partition", "float_rows", "float_rows_serial", "int_rows", "int_rows_serial", "combine",
-           "combine_bound", "lanes"]
+           "combine_bound", "lanes", "Gather", "GATHER", "LONG_ROW"]
 
 #: cost of one row in units of one nonzero, for the partition
 ROW_COST = 2
-#: chunks whose whole rows average at least this many nonzeros use simd_dot per row
+#: chunks whose whole rows average at least this many nonzeros use simd_dot per row (this path's
+#: value: with gathers scalarized, the two-phase batches are faster for shorter rows)
 LONG_ROW = 48
 #: nonzeros per two-phase batch of short rows (the product buffer stays in L1/L2)
 BATCH = 8192
@@ -93,6 +101,56 @@ def lanes(acc_dtype) -> int:
     """SIMD lanes of the float kernels for an accumulator dtype: 16 float32 / 8 float64
     with 512-bit vectors, 8 / 4 with 256-bit ones (see ``_vec_bits``)."""
     return _VEC_BITS // (8 * np.dtype(acc_dtype).itemsize)
+
+
+# ----------------------------------------------------------------------------- gather kinds
+
+class GatherKind(nbtypes.Type):
+    """Numba type of a ``Gather`` marker: which instructions read x[indices]."""
+
+    def __init__(self, isa):
+        self.isa = isa
+        super().__init__(name=f"GatherKind({isa})")
+
+
+class Gather:
+    """Marker passed to the float kernels to choose how x[indices] is read. Its Numba
+    type (``GatherKind``) carries the choice, so the kernels compile once per kind
+    and Numba's cache keeps each kind's machine code apart."""
+
+    __slots__ = ("isa",)
+
+    def __init__(self, isa: str):
+        self.isa = isa
+
+    def __repr__(self):
+        return f"Gather({self.isa!r})"
+
+
+@typeof_impl.register(Gather)
+def _typeof_gather(val, c):
+    return GatherKind(val.isa)
+
+
+register_model(GatherKind)(models.OpaqueModel)
+
+
+@unbox(GatherKind)
+def _unbox_gather(typ, obj, c):
+    return NativeValue(c.context.get_dummy_value())  # the type is the information
+
+
+#: LLVM's generic masked gather, lowered by LLVM for the compile target
+GATHER = Gather("llvm")
+
+
+def _gather_emitter(kind, S):
+    """gather(base, idx, elem_t, align, mask) for a GatherKind."""
+    if kind.isa == "avx2":
+        from . import _spmv_avx2  # only reached when that path was chosen (so the target has AVX2)
+
+        return lambda base, idx, elem_t, align, mask: _spmv_avx2.emit_gather(S, base, idx, elem_t, mask)
+    return S.gather
 
 
 # ----------------------------------------------------------------------------- IR helpers
@@ -228,12 +286,14 @@ def _stream(context, builder, sig, args, mode):
     x_a = context.make_array(x_t)(context, builder, args[2])
     lo, hi = args[3], args[4]
     p_a = context.make_array(sig.args[5])(context, builder, args[5]) if mode != "dot" else None
+    kind = sig.args[-1]
 
     it = context.get_value_type(ind_t.dtype)
     dt = context.get_value_type(data_t.dtype)
     at = context.get_value_type(x_t.dtype)
     W = lanes(np.dtype(str(x_t.dtype)))
     S = _Simd(builder, W)
+    gather = _gather_emitter(kind, S)
     vi, vd, va = S.vec(it), S.vec(dt), S.vec(at)
     ib, db, ab = _elem_bytes(it), _elem_bytes(dt), _elem_bytes(at)
     data_signed = not (isinstance(data_t.dtype, types.Integer) and not data_t.dtype.signed)
@@ -271,7 +331,7 @@ def _stream(context, builder, sig, args, mode):
         builder.store(S.call(f"llvm.umax.{_tname(vi)}", vi, [builder.load(umax_ptr), iv]), umax_ptr)
         ivc = S.call(f"llvm.umin.{_tname(vi)}", vi, [iv, nclv])
         if mask is None and mode != "dot":
-            xv = S.gather(x_a.data, ivc, at, ab, S.ones())
+            xv = gather(x_a.data, ivc, at, ab, S.ones())
             dv = S.load(data_a.data, off, vd, db)
         elif mask is None:
             i0 = builder.extract_element(iv, _I32(0))
@@ -286,13 +346,13 @@ def _stream(context, builder, sig, args, mode):
                     xv_c = S.load(x_a.data, i0w, va, ab)
                 with otherwise:
                     b_else = builder.block
-                    xv_g = S.gather(x_a.data, ivc, at, ab, S.ones())
+                    xv_g = gather(x_a.data, ivc, at, ab, S.ones())
             xv = builder.phi(va)
             xv.add_incoming(xv_c, b_then)
             xv.add_incoming(xv_g, b_else)
             dv = S.load(data_a.data, off, vd, db)
         else:
-            xv = S.gather(x_a.data, ivc, at, ab, mask)
+            xv = gather(x_a.data, ivc, at, ab, mask)
             dv = S.masked_load(data_a.data, off, vd, db, mask)
         dv = _convert(builder, dv, dt, va, data_signed)
         prod = builder.fmul(dv, xv, flags=_FLAGS)
@@ -334,24 +394,31 @@ def _stream(context, builder, sig, args, mode):
     return context.make_tuple(builder, sig.return_type, [s, umax])
 
 
+def _check_kind(kind):
+    if not isinstance(kind, GatherKind):
+        raise TypeError(f"expected a Gather marker, got {kind}")
+
+
 @intrinsic
-def simd_dot(typingctx, ind, data, x, lo, hi):
+def simd_dot(typingctx, ind, data, x, lo, hi, kind):
     """(sum_{lo<=k<hi} data[k] * x[ind[k]], max raw ind[k] as uint64) for 0 <= lo <= hi <= len.
 
     The accumulator dtype is x's; indices above the last column are clamped
     (the returned maximum tells the caller). Summation order: four W-lane
-    accumulators, then a tree."""
+    accumulators, then a tree. ``kind``: a ``Gather`` marker."""
     _check_arrays(ind, data, x)
-    sig = types.Tuple((x.dtype, types.uint64))(ind, data, x, types.int64, types.int64)
+    _check_kind(kind)
+    sig = types.Tuple((x.dtype, types.uint64))(ind, data, x, types.int64, types.int64, kind)
     return sig, lambda context, builder, s, a: _stream(context, builder, s, a, "dot")
 
 
 @intrinsic
-def simd_products(typingctx, ind, data, x, lo, hi, p):
+def simd_products(typingctx, ind, data, x, lo, hi, p, kind):
     """p[k - lo] = data[k] * x[ind[k]] for lo <= k < hi (p has x's dtype, len >= hi - lo);
-    returns the largest raw index as uint64."""
+    returns the largest raw index as uint64. ``kind``: a ``Gather`` marker."""
     _check_arrays(ind, data, x, p)
-    sig = types.uint64(ind, data, x, types.int64, types.int64, p)
+    _check_kind(kind)
+    sig = types.uint64(ind, data, x, types.int64, types.int64, p, kind)
     return sig, lambda context, builder, s, a: _stream(context, builder, s, a, "store")
 
 
@@ -438,7 +505,7 @@ def partition(indptr, n_chunks, row_cost):
 # ----------------------------------------------------------------------------- float kernel
 
 @njit(cache=True, inline="always")
-def _short_rows(indptr, indices, data, x, y, ra, rb, p):
+def _short_rows(indptr, indices, data, x, y, ra, rb, p, kind):
     """Whole rows ra..rb-1 (validated range) by two-phase batches. Returns (umax, bad)."""
     umax = np.uint64(0)
     bad = False
@@ -456,13 +523,13 @@ def _short_rows(indptr, indices, data, x, y, ra, rb, p):
         q = a
         if q == r:  # one row longer than a batch
             hi = np.int64(indptr[r + 1])
-            s, u = simd_dot(indices, data, x, lo, hi)
+            s, u = simd_dot(indices, data, x, lo, hi, kind)
             y[r] = s
             umax = max(umax, u)
             r += 1
             continue
         hi = np.int64(indptr[q])
-        u = simd_products(indices, data, x, lo, hi, p)
+        u = simd_products(indices, data, x, lo, hi, p, kind)
         umax = max(umax, u)
         for t in range(r, q):
             s0 = np.int64(indptr[t]) - lo
@@ -477,7 +544,7 @@ def _short_rows(indptr, indices, data, x, y, ra, rb, p):
 
 
 @njit(cache=True, inline="always")
-def _float_chunk(c, indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out):
+def _float_chunk(c, indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row):
     m = y.size
     r0 = R[c]
     r1 = R[c + 1]
@@ -492,7 +559,7 @@ def _float_chunk(c, indptr, indices, data, x, y, R, E, first, last, umax_out, ba
         hi0 = np.int64(indptr[r0 + 1])
         hi = min(hi0, e1)
         if lo0 <= e0 and e0 <= hi and hi <= hi0 and (r1 > r0 or e1 <= hi0):
-            s, u = simd_dot(indices, data, x, e0, hi)
+            s, u = simd_dot(indices, data, x, e0, hi, kind)
             first[c] = s
             umax = max(umax, u)
         else:
@@ -504,7 +571,7 @@ def _float_chunk(c, indptr, indices, data, x, y, R, E, first, last, umax_out, ba
         hi = np.int64(indptr[rb])
         if lo < e0 or hi > e1 or lo > hi:
             bad = True
-        elif hi - lo >= LONG_ROW * (rb - ra):
+        elif hi - lo >= long_row * (rb - ra):
             for r in range(ra, rb):
                 a = np.int64(indptr[r])
                 b = np.int64(indptr[r + 1])
@@ -512,18 +579,18 @@ def _float_chunk(c, indptr, indices, data, x, y, R, E, first, last, umax_out, ba
                     bad = True
                     y[r] = 0
                     continue
-                s, u = simd_dot(indices, data, x, a, b)
+                s, u = simd_dot(indices, data, x, a, b, kind)
                 y[r] = s
                 umax = max(umax, u)
         else:
             p = np.empty(BATCH + 64, y.dtype)
-            u, bd = _short_rows(indptr, indices, data, x, y, ra, rb, p)
+            u, bd = _short_rows(indptr, indices, data, x, y, ra, rb, p, kind)
             umax = max(umax, u)
             bad = bad or bd
     if not bad and r1 > r0 and r1 < m:
         lo = np.int64(indptr[r1])
         if lo <= e1 and lo >= e0 and np.int64(indptr[r1 + 1]) >= e1:
-            s, u = simd_dot(indices, data, x, lo, e1)
+            s, u = simd_dot(indices, data, x, lo, e1, kind)
             last[c] = s
             umax = max(umax, u)
         else:
@@ -533,20 +600,21 @@ def _float_chunk(c, indptr, indices, data, x, y, R, E, first, last, umax_out, ba
 
 
 @njit(cache=True, parallel=True)
-def float_rows(indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out):
+def float_rows(indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row):
     """y[r] for the whole rows of every chunk; partial sums of the chunk's
     boundary rows into first/last (see the module docstring). ``x`` and ``y``
     have the accumulator dtype. Per chunk: umax_out = largest raw column
-    index read, bad_out = an inconsistent row offset was seen."""
+    index read, bad_out = an inconsistent row offset was seen. ``kind`` (a
+    ``Gather``) and ``long_row`` are the kernel path's."""
     for c in prange(R.size - 1):
-        _float_chunk(c, indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out)
+        _float_chunk(c, indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row)
 
 
 @njit(cache=True)
-def float_rows_serial(indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out):
+def float_rows_serial(indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row):
     """float_rows on the calling thread (small matrices: no parallel launch)."""
     for c in range(R.size - 1):
-        _float_chunk(c, indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out)
+        _float_chunk(c, indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row)
 
 
 # ----------------------------------------------------------------------------- integer kernel

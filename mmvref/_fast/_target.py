@@ -63,7 +63,9 @@ FAMILIES: dict[str, dict[str, str]] = {
     "scan, segmented ops (int64, floats)": {"portable": "_seg_kernels"},
     "segment_sum_csr": {"portable": "_seg_kernels"},
     "compress": {"portable": "_seg_kernels"},
-    "spmv": {"portable": "_spmv_kernels"},
+    # float SpMV: on AVX-512 targets LLVM's own gathers (zmm) are the AVX-512 path; AVX2 forces
+    # hardware gathers, which LLVM's tuning scalarizes on AMD Zen
+    "spmv": {"avx512": "_spmv_kernels", "avx2": "_spmv_avx2", "portable": "_spmv_kernels"},
     "spmm": {"portable": "_spmm_kernels"},
     "spgemm": {"portable": "_spgemm_kernels"},
     "scan family (split, sort, topk, sampling)": {"portable": "_scanfamily_kernels"},

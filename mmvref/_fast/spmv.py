@@ -14,6 +14,7 @@ from .._dtypes import result_dtype
 from .._threading import guarded
 from .._validate import as_values, check_overflow
 from . import _spmv_kernels as K
+from . import _target
 from ._csr_input import csr_parts, index_arrays, raise_invalid
 from ._io import like_input, to_numpy
 
@@ -25,6 +26,8 @@ __all__ = ["spmv"]
 MIN_CHUNK_COST = 1 << 15
 #: chunks per thread
 CHUNKS_PER_THREAD = 8
+#: kernel level override for tests (None: ``_target.level()``); see ``_path``
+_LEVEL = None
 
 _SAFE_INT64 = float(1 << 62)  # a row whose sum of |a_ij x_j| stays below this never left int64
 
@@ -116,7 +119,8 @@ def _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n):
     first = np.zeros(C, dtype=rdt)
     last = np.zeros(C, dtype=rdt)
     kernel = K.float_rows if C > 1 else K.float_rows_serial
-    kernel(indptr, indices, data, xk, y, R, E, first, last, umax, bad)
+    P = _path()
+    kernel(indptr, indices, data, xk, y, R, E, first, last, umax, bad, P.GATHER, P.LONG_ROW)
     _check_flags(indptr, indices, data, n, umax, bad)
     K.combine(y, R, first, last)
     return y
@@ -163,6 +167,12 @@ def _overflow_error(rdt, r, v):
     return OverflowError(
         f"spmv: row {r} of the result is {v}, which overflows {rdt}; pass overflow='wrap' for "
         f"two's-complement wrap-around" + (" or use int64 values" if rdt == np.int32 else ""))
+
+
+def _path():
+    """The module of the chosen float path (``_target.FAMILIES["spmv"]``): it gives the
+    kernels their gather kind and LONG_ROW."""
+    return _target.kernels("spmv", _LEVEL)
 
 
 def _n_chunks(cost):
