@@ -212,8 +212,10 @@ def main(argv=None):
     meta["seconds"] = time.perf_counter() - t0
     print(f"Memory-copy yardstick: {copy_gbs:.1f} GB/s (parallel Numba copy, bytes read + written; the "
           f"faster of a copy at the start and at the end). Each case times its implementations in "
-          f"interleaved rounds (at least {args.runs} rounds and 0.3 s after one warm-up call) "
-          f"and reports medians; vs <peer> = peer time / our time.\n")
+          f"interleaved rounds (at least {args.runs} rounds and 0.3 s after one warm-up call; in each "
+          f"round an implementation runs untimed for 10 ms, so that the previous one's spinning "
+          f"thread pool has let go of the cores, then once timed) and reports medians; "
+          f"vs <peer> = peer time / our time.\n")
     if args.target:
         print("Builds compared (the other builds ran after the native one, in child processes; their "
               "\"vs <peer>\" ratios use the peers' times from the native run):\n")
