@@ -25,6 +25,9 @@ from pathlib import Path
 
 import pytest
 
+# threading layers and process models do not depend on the compile target (CI's haswell stage skips them)
+pytestmark = pytest.mark.native_only
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = textwrap.dedent(r'''
