@@ -111,8 +111,11 @@ def spmv(A, x, *, overflow="raise"):
 # ----------------------------------------------------------------------------- paths
 
 def _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n):
-    if data.dtype == np.float16:
-        data = data.astype(np.float32)
+    # values of another dtype (float16, integers with float x) are converted first: exact (the result
+    # dtype holds them, see spmv's docstring), one extra pass over the values, and the kernels compile
+    # for two value dtypes instead of seven (cold start, every user's first call)
+    if data.dtype != rdt:
+        data = data.astype(rdt)
     xk = np.ascontiguousarray(x, dtype=rdt)
     y = np.empty(m, dtype=rdt)
     C = R.size - 1
@@ -127,7 +130,9 @@ def _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n):
 
 
 def _int(indptr, indices, data, x, rdt, R, E, umax, bad, m, n, overflow):
-    xk = np.ascontiguousarray(x)
+    # x of another integer dtype than the values is widened to int64 (one pass over x; the kernels
+    # compile for 7 dtype pairs instead of 16)
+    xk = np.ascontiguousarray(x) if x.dtype == data.dtype else x.astype(np.int64)
     y = np.empty(m, dtype=np.int64)
     bnd = np.zeros(m, dtype=np.float64)
     C = R.size - 1
