@@ -156,6 +156,13 @@ def main(argv=None):
     prof = runner.PROFILES[a.profile]
     examples = a.max_examples if a.max_examples is not None else prof["max_examples"]
     if a.replay:
+        from .casefile import CaseFileError, load_case
+
+        try:
+            load_case(a.replay)  # refuse a file that is not a case file before resolving the backend
+        except CaseFileError as exc:
+            print(f"python -m conformance: error: --replay {exc}", file=sys.stderr)
+            return 2
         op, msg = runner.replay(_resolve(a.backend, a.s), a.replay)
         print(f"replay {a.replay} ({op}) on {a.backend}: " + ("conforms" if msg is None else f"FAIL: {msg}"))
         return 0 if msg is None else 1

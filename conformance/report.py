@@ -15,7 +15,7 @@ JSON schema (``SCHEMA``; ``validate(doc)`` checks a document against it):
           "message": str,                  # "" on pass
           "counterexample": str,           # the minimal failing input, as Python
           "command": str,                  # reproduces the failure
-          "replay_file": str,              # pickled counterexample ("" if none)
+          "replay_file": str,              # counterexample, .npz data (casefile.py; "" if none)
           "extra": object
       }, ... ]
     }

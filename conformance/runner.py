@@ -4,7 +4,7 @@ For each op: Hypothesis draws inputs from ``strategies.op_inputs(op, s)``; the
 golden model computes the expected result (its intermediate magnitudes
 checked against the op's bit bound); the backend computes its own; the
 comparator decides. A failure is shrunk by Hypothesis to a minimal
-counterexample, saved (``failures/<backend>-<op>.pkl``, replayable with
+counterexample, saved as data (``failures/<backend>-<op>.npz``, ``casefile.py``; replayable with
 ``--replay``), and Hypothesis's example database (``--db``) replays it first
 on the next run.
 
@@ -21,7 +21,6 @@ where an integer result overflows its dtype it must raise OverflowError) or
 """
 from __future__ import annotations
 
-import pickle
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,6 +34,7 @@ from mmvref import mmv
 from mmvref.registry import REGISTRY
 
 from . import bounds, compare, strategies
+from .casefile import load_case, save_case
 
 __all__ = ["OpReport", "golden_result", "one_example", "run_op", "replay", "PROFILES", "OVERFLOW_OPS"]
 
@@ -202,21 +202,23 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
     if seed is not None:
         cmd += f" --seed {seed}"
     if failures_dir and "args" in last:
-        path = Path(failures_dir) / f"{backend_name.replace(':', '_')}-{op}.pkl"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as fh:
-            pickle.dump({"op": op, "args": last["args"], "kwargs": last["kwargs"], "s": s, "policy": policy,
-                         "backend": backend_name}, fh)
-        rep.replay_file = str(path)
-        cmd = f"python -m conformance --backend {backend_name} --replay {path}"
+        path = Path(failures_dir) / f"{backend_name.replace(':', '_')}-{op}.npz"
+        try:
+            path = save_case(path, {"op": op, "args": tuple(last["args"]), "kwargs": dict(last["kwargs"]),
+                                    "s": s, "policy": policy, "backend": backend_name})
+        except TypeError as exc:  # an input that is not data: keep the report, say why there is no file
+            rep.message += f" (counterexample not saved: {exc})"
+        else:
+            rep.replay_file = str(path)
+            cmd = f"python -m conformance --backend {backend_name} --replay {path}"
     rep.command = cmd
     return rep
 
 
 def replay(backend, path):
-    """Re-run a saved counterexample; returns (op, message or None)."""
-    with open(path, "rb") as fh:
-        case = pickle.load(fh)
+    """Re-run a saved counterexample; returns (op, message or None). The file is read as
+    data only (``casefile.load_case``): a file that is not a case file raises CaseFileError."""
+    case = load_case(path)
     msg = one_example(backend, case["op"], case["args"], case["kwargs"], s=case["s"], policy=case["policy"])
     return case["op"], msg
 
