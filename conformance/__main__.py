@@ -2,10 +2,14 @@
 
 NAME: mmvref, emulation, tcuscan (``npu.BACKENDS``), ``package.module:attribute``
 naming any backend object, or ``faulty:FAULT:BASE`` (a named fault injected into
-BASE). Exit status 0 only when every op (and every stage the backend exposes)
-conforms. ``--mutation-score`` runs every fault of ``conformance.faults`` against
+BASE). ``--mutation-score`` runs every fault of ``conformance.faults`` against
 the backend and reports which were detected. ``--replay FILE`` re-runs a saved
 counterexample.
+
+Exit status: 0 every op (and every stage the backend exposes) conforms; 1 some
+do not (or a fault went undetected); 2 usage or configuration error (an unknown
+backend, op or fault, a file that is not a case file), one line on stderr;
+3 the backend is unavailable on this machine (e.g. no NPU).
 """
 from __future__ import annotations
 
@@ -32,11 +36,37 @@ def _progress_printer(enabled):
     return show
 
 
+#: exit statuses (see the module docstring)
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
+
+
+class _Exit(Exception):
+    """A configuration problem: the message (one line) and the exit status."""
+
+    def __init__(self, code, msg):
+        super().__init__(msg)
+        self.code = code
+
+
 def _resolve(name, s):
     if name.startswith("faulty:"):
-        _, fault, base = name.split(":", 2)
+        parts = name.split(":", 2)
+        if len(parts) != 3 or not parts[1] or not parts[2]:
+            raise ValueError(f"faulty backends are named faulty:FAULT:BASE, got {name!r}")
+        _, fault, base = parts
         return faults.FaultyBackend(backends.resolve(base), fault, s)
     return backends.resolve(name)
+
+
+def resolve_or_exit(name, s):
+    """The backend, or _Exit with status 3 (unavailable here) or 2 (a name that resolves to
+    nothing: unknown backend or fault, a module or attribute that does not exist)."""
+    try:
+        return _resolve(name, s)
+    except npu.NpuUnavailableError as exc:
+        raise _Exit(EXIT_UNAVAILABLE, f"backend {name} is unavailable here: {exc}") from None
+    except (ValueError, ImportError, AttributeError) as exc:
+        raise _Exit(EXIT_USAGE, f"--backend {name}: {type(exc).__name__}: {exc}") from None
 
 
 def _stage_report(backend, name, stage, s, examples, seed):
@@ -130,6 +160,14 @@ def mutation_score(base, ops, *, s, max_examples, seed, derandomize, log=print):
 
 
 def main(argv=None):
+    try:
+        return _main(argv)
+    except _Exit as exc:
+        print(f"python -m conformance: {'error: ' if exc.code == EXIT_USAGE else ''}{exc}", file=sys.stderr)
+        return exc.code
+
+
+def _main(argv):
     p = argparse.ArgumentParser(prog="python -m conformance", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--backend", default="mmvref", help="mmvref, emulation, tcuscan, package.module:attr, "
@@ -163,15 +201,16 @@ def main(argv=None):
         except CaseFileError as exc:
             print(f"python -m conformance: error: --replay {exc}", file=sys.stderr)
             return 2
-        op, msg = runner.replay(_resolve(a.backend, a.s), a.replay)
+        op, msg = runner.replay(resolve_or_exit(a.backend, a.s), a.replay)
         print(f"replay {a.replay} ({op}) on {a.backend}: " + ("conforms" if msg is None else f"FAIL: {msg}"))
         return 0 if msg is None else 1
     all_ops = all_op_names()
     ops = a.ops or all_ops
     unknown = [o for o in ops if o not in all_ops]
     if unknown:
-        p.error(f"unknown ops {unknown}; known: {', '.join(all_ops)}")
+        raise _Exit(EXIT_USAGE, f"unknown ops {unknown}; known: {', '.join(all_ops)}")
     if a.mutation_score:
+        resolve_or_exit(a.backend, a.s)
         print(f"conformance mutation score: base={a.backend} examples={examples}")
         rows = mutation_score(a.backend, ops, s=a.s, max_examples=examples, seed=a.seed,
                               derandomize=prof["derandomize"])
@@ -179,11 +218,7 @@ def main(argv=None):
     print(f"conformance: backend={a.backend} profile={a.profile} examples={examples} seed={a.seed} "
           f"policy={a.policy}")
     t0 = time.perf_counter()
-    try:
-        _resolve(a.backend, a.s)
-    except npu.NpuUnavailableError as exc:
-        print(f"conformance: backend {a.backend} is unavailable here: {exc}")
-        return 2
+    resolve_or_exit(a.backend, a.s)
     reps = run(a.backend, ops, s=a.s, max_examples=examples, seed=a.seed, derandomize=prof["derandomize"],
                policy=a.policy, db=a.db, report_dir=a.report)
     secs = time.perf_counter() - t0

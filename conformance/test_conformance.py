@@ -4,11 +4,17 @@ from __future__ import annotations
 import pytest
 
 from . import runner
-from .__main__ import run
+from .__main__ import EXIT_UNAVAILABLE, _Exit, resolve_or_exit, run
 
 
 def test_op_conforms(conformance_op, request):
     cfg = request.config
+    try:  # a backend this machine cannot run is skipped with the reason; a bad name is an error
+        resolve_or_exit(cfg.getoption("--backend"), cfg.getoption("--s"))
+    except _Exit as exc:
+        if exc.code == EXIT_UNAVAILABLE:
+            pytest.skip(str(exc))
+        pytest.fail(str(exc), pytrace=False)
     profile = runner.PROFILES[cfg.getoption("--conformance-profile")]
     (rep,) = run(cfg.getoption("--backend"), [conformance_op], s=cfg.getoption("--s"),
                  max_examples=cfg.getoption("--max-examples") or profile["max_examples"],

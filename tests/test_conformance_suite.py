@@ -137,3 +137,32 @@ def test_cli_refuses_a_run_that_would_test_nothing(argv, flag, capsys):
     assert main(["--backend", "mmvref", "--ops", "scan", *argv]) == 2
     err = capsys.readouterr().err
     assert flag in err and "must be >=" in err
+
+
+@pytest.mark.parametrize("argv, code, words", [
+    (["--backend", "mmvrf"], 2, "unknown backend 'mmvrf'"),
+    (["--backend", "nosuchmodule:Backend"], 2, "ModuleNotFoundError"),
+    (["--backend", "npu:NoSuchBackend"], 2, "AttributeError"),
+    (["--backend", "faulty:no_such_fault:mmvref"], 2, "unknown fault 'no_such_fault'"),
+    (["--backend", "faulty:mmvref"], 2, "faulty:FAULT:BASE"),
+    (["--backend", "mmvref", "--ops", "scann"], 2, "unknown ops ['scann']"),
+    (["--backend", "mmvref", "--replay", "no/such/file.npz"], 2, "no such case file"),
+    (["--backend", "mmvref", "--mutation-score", "--backend", "mmvrf"], 2, "unknown backend"),
+    (["--backend", "tcuscan", "--ops", "scan"], 3, "unavailable here"),
+])
+def test_exit_codes_and_one_line_messages(argv, code, words, capsys):
+    """0 conforms, 1 does not, 2 usage or configuration, 3 backend unavailable; never a traceback."""
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+def test_pytest_plugin_skips_an_unavailable_backend():
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", "conformance",
+                        "--backend", "tcuscan", "--ops", "scan", "-rs"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "1 skipped" in p.stdout and "unavailable here" in p.stdout
