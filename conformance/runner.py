@@ -122,12 +122,46 @@ def one_example(backend, op, args, kwargs, *, s, policy="derived"):
         return f"raised OverflowError ({exc}) but {why}; input: {compare._input_summary(args)}"
     except Exception as exc:  # a crash is a failure with the input that caused it
         return f"raised {type(exc).__name__}: {exc}; input: {compare._input_summary(args)}"
+    try:
+        return _check_result(backend, op, args, kwargs, expected, actual, overflows, contract, s, policy)
+    except Exception as exc:  # a result the checks cannot handle still fails with its input, never is lost
+        return (f"checking the result raised {type(exc).__name__}: {exc} (returned {_kind(actual)}); "
+                f"input: {compare._input_summary(args)}")
+
+
+def _kind(v):
+    t = type(v)
+    return f"{t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else t.__qualname__
+
+
+def _protocol(expected, actual):
+    """None when ``actual`` has the result protocol's types: numpy arrays where the golden
+    model gives arrays (tuples part by part), numpy or Python scalars where it gives scalars."""
+    if isinstance(expected, tuple):
+        if not isinstance(actual, tuple) or len(actual) != len(expected):
+            return f"returned {_kind(actual)}, expected a tuple of {len(expected)} numpy arrays"
+        for k, (e, a) in enumerate(zip(expected, actual)):
+            msg = _protocol(e, a)
+            if msg:
+                return f"part {k}: {msg}"
+        return None
+    if isinstance(expected, np.ndarray):
+        if not isinstance(actual, np.ndarray):
+            return (f"returned {_kind(actual)}, expected a numpy.ndarray (backends return numpy arrays of the "
+                    f"declared shape and dtype)")
+    elif not isinstance(actual, (np.generic, np.ndarray, int, float, bool)):
+        return f"returned {_kind(actual)}, expected a numpy scalar"
+    return None
+
+
+def _check_result(backend, op, args, kwargs, expected, actual, overflows, contract, s, policy):
     if overflows and contract == "raise":
         return (f"an integer result overflows {_rdt(op, args)} but the backend returned instead of raising "
                 f"OverflowError (declare overflow='wrap' if wrap-around is its contract); "
                 f"input: {compare._input_summary(args)}")
-    if isinstance(actual, tuple) != isinstance(expected, tuple):
-        return f"returned {type(actual).__name__}, expected {type(expected).__name__}"
+    msg = _protocol(expected, actual)
+    if msg:
+        return f"{msg}; input: {compare._input_summary(args)}"
     if op == "topk" and getattr(backend, "topk_ties", "documented") == "kernel":
         # the kernel keeps its own choice among equal values: values exact, indices valid
         msg = compare.check(op, args, kwargs, expected[0], actual[0], s=s, policy=policy)

@@ -166,3 +166,43 @@ def test_pytest_plugin_skips_an_unavailable_backend():
                         "--backend", "tcuscan", "--ops", "scan", "-rs"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert "1 skipped" in p.stdout and "unavailable here" in p.stdout
+
+
+class _Wrap:
+    """The mmvref backend with every op's result passed through ``post``."""
+
+    def __init__(self, post):
+        from conformance import backends
+
+        self._b, self._post = backends.resolve("mmvref"), post
+
+    def __getattr__(self, op):
+        f = getattr(self._b, op)
+        return (lambda *a, **k: self._post(f(*a, **k))) if callable(f) and op in strategies.STRATEGIES else f
+
+
+@pytest.mark.parametrize("post, words", [
+    (lambda r: __import__("torch").from_numpy(np.asarray(r)), "returned torch.Tensor, expected a numpy.ndarray"),
+    (lambda r: np.asarray(r).tolist(), "returned list, expected a numpy.ndarray"),
+])
+def test_results_must_be_numpy_arrays(post, words):
+    """A backend returning torch tensors or lists fails on every op it has, with a clear message."""
+    from conformance import runner
+
+    for op in ("scan", "segmented_sum", "spmv"):
+        rep = runner.run_op(_Wrap(post), "wrapped", op, s=4, max_examples=5, db=None, derandomize=True)
+        assert rep.status == "fail" and words in rep.message, (op, rep.message)
+        assert rep.counterexample
+
+
+def test_an_exception_while_checking_keeps_the_counterexample(tmp_path, monkeypatch):
+    from conformance import runner
+
+    def boom(*a, **k):
+        raise ZeroDivisionError("comparator bug")
+
+    monkeypatch.setattr(compare, "check", boom)
+    rep = runner.run_op(_Wrap(lambda r: r), "wrapped", "scan", s=4, max_examples=5, db=None, derandomize=True,
+                        failures_dir=str(tmp_path))
+    assert rep.status == "fail" and "checking the result raised ZeroDivisionError: comparator bug" in rep.message
+    assert rep.counterexample and rep.replay_file and rep.replay_file.endswith(".npz")
