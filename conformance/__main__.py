@@ -138,10 +138,19 @@ def run(name, ops, *, s, max_examples, seed, derandomize, policy, db, report_dir
 
 
 def mutation_score(base, ops, *, s, max_examples, seed, derandomize, log=print):
-    """Every fault injected into ``base``: which were detected, with their minimal counterexamples."""
+    """Every fault injected into ``base``: rows (name, detected, report, ops) where detected is
+    True (a comparison failed), False (MISSED) or None (N/A: the backend has none of the fault's
+    ops, or takes none of the inputs the fault can act on). A fault counts as detected only by a
+    failed comparison: inputs its wrapper cannot simulate are rejected, not counted
+    (``faults.FaultNotApplicable``)."""
     rows = []
+    backend = _resolve(base, s)
     for fname, fault in faults.FAULTS.items():
         todo = [op for op in ops if op in fault.ops]
+        if not any(runner._has(backend, op) for op in todo):
+            rows.append((fname, None, None, todo))
+            log(f"  {fname:36s} {'N/A':30s} (the backend has none of the ops {todo})")
+            continue
         how = "generated"
         for explicit in (False, True):  # generated (shrunk) inputs first; the explicit examples next
             reps = run(f"faulty:{fname}:{base}", todo, s=s, max_examples=max_examples, seed=seed,
@@ -151,11 +160,17 @@ def mutation_score(base, ops, *, s, max_examples, seed, derandomize, log=print):
             if caught:
                 break
             how = "explicit example"
+        if not caught and all(r.status == "skipped" or r.examples == 0 for r in reps):
+            rows.append((fname, None, None, todo))
+            log(f"  {fname:36s} {'N/A':30s} (no input of ops {todo} that the backend takes)")
+            continue
         rows.append((fname, bool(caught), caught[0] if caught else None, todo))
         log(f"  {fname:36s} {('detected (' + how + ')') if caught else 'MISSED':30s} "
             + (f"[{caught[0].op}] {caught[0].counterexample[:150]}" if caught else f"(ops {todo})"))
-    detected = sum(r[1] for r in rows)
-    log(f"mutation score: {detected}/{len(rows)} faults detected")
+    applicable = [r for r in rows if r[1] is not None]
+    detected = sum(bool(r[1]) for r in applicable)
+    log(f"mutation score: {detected}/{len(applicable)} applicable faults detected "
+        f"({len(rows) - len(applicable)} N/A)")
     return rows
 
 
@@ -214,7 +229,7 @@ def _main(argv):
         print(f"conformance mutation score: base={a.backend} examples={examples}")
         rows = mutation_score(a.backend, ops, s=a.s, max_examples=examples, seed=a.seed,
                               derandomize=prof["derandomize"])
-        return 0 if all(r[1] for r in rows) else 1
+        return 0 if all(r[1] is not False for r in rows) else 1
     print(f"conformance: backend={a.backend} profile={a.profile} examples={examples} seed={a.seed} "
           f"policy={a.policy}")
     t0 = time.perf_counter()

@@ -12,7 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FAULTS", "Fault", "FaultyBackend"]
+__all__ = ["FAULTS", "Fault", "FaultyBackend", "FaultNotApplicable"]
+
+
+class FaultNotApplicable(NotImplementedError):
+    """The fault's wrapper itself failed on this input (not the backend): the input is one
+    the fault cannot simulate, so the runner rejects it (a NotImplementedError) instead of
+    counting the crash as a detection."""
 
 
 @dataclass(frozen=True)
@@ -259,5 +265,35 @@ class FaultyBackend:
             return attr
 
         def faulty(*args, **kwargs):
-            return self._fault.apply(self._base, op, args, kwargs, self.s)
+            try:
+                return self._fault.apply(_TagBase(self._base), op, args, kwargs, self.s)
+            except Exception as exc:
+                if getattr(exc, "_raised_by_base", False):
+                    raise  # the backend's own error (e.g. OverflowError): judged as usual
+                raise FaultNotApplicable(f"fault {self._fault.name} cannot simulate this input "
+                                         f"({type(exc).__name__}: {exc})") from exc
         return faulty
+
+
+class _TagBase:
+    """The base backend, with every exception its ops raise marked as the base's, so that
+    FaultyBackend can tell them from a failure of the fault's own wrapper code."""
+
+    def __init__(self, base):
+        self._base = base
+
+    def __getattr__(self, name):
+        attr = getattr(self._base, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            try:
+                return attr(*args, **kwargs)
+            except Exception as exc:
+                try:
+                    exc._raised_by_base = True
+                except AttributeError:  # an exception type without a __dict__: treated as the wrapper's
+                    pass
+                raise
+        return call

@@ -29,6 +29,7 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, example, given, reject, settings
 from hypothesis import seed as hyp_seed
 from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.errors import Unsatisfiable
 
 from mmvref import mmv
 from mmvref.registry import REGISTRY
@@ -208,10 +209,10 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
         args, kwargs = case
         if dtypes is not None and not _accepts(args, dtypes):
             reject()  # an explicit example in a dtype the backend does not take
-        count[0] += 1
+        msg = one_example(backend, op, args, kwargs, s=s, policy=policy)  # rejects what the backend declines
+        count[0] += 1  # examples checked: rejected inputs are not counted
         if progress:
             progress(op, count[0])
-        msg = one_example(backend, op, args, kwargs, s=s, policy=policy)
         if msg:
             last.update(args=args, kwargs=kwargs, msg=msg)
             raise AssertionError(msg)
@@ -225,6 +226,11 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
         prop()
     except AssertionError:
         pass
+    except Unsatisfiable:
+        if count[0] == 0 and not last:  # nothing was checked: no evidence either way
+            return OpReport(op, backend_name, "skipped", 0, 0, time.perf_counter() - t0,
+                            message="the backend declined every generated input (NotImplementedError)")
+        last.setdefault("msg", "Hypothesis: too many inputs rejected")
     except Exception as exc:  # Hypothesis itself (e.g. flaky) or the strategy
         last.setdefault("msg", f"{type(exc).__name__}: {exc}")
     secs = time.perf_counter() - t0

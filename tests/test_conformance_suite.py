@@ -19,10 +19,11 @@ def test_every_fault_is_detected_with_a_counterexample():
     rows = mutation_score("mmvref", list(strategies.STRATEGIES), s=8, max_examples=25, seed=None,
                           derandomize=True, log=lambda *a: None)
     assert len(rows) >= 12
-    missed = [name for name, caught, _, _ in rows if not caught]
+    missed = [name for name, caught, _, _ in rows if not caught]  # N/A (None) counts as missed here
     assert not missed, f"faults not detected: {missed}"
     for name, _, rep, _ in rows:
         assert rep.counterexample and rep.message and rep.command, name
+        assert "cannot simulate" not in rep.message, name
 
 
 def test_reports_validate_and_failures_replay(tmp_path, capsys):
@@ -206,3 +207,42 @@ def test_an_exception_while_checking_keeps_the_counterexample(tmp_path, monkeypa
                         failures_dir=str(tmp_path))
     assert rep.status == "fail" and "checking the result raised ZeroDivisionError: comparator bug" in rep.message
     assert rep.counterexample and rep.replay_file and rep.replay_file.endswith(".npz")
+
+
+class ScanOnly:
+    """A backend with scan only (the mmvref one), for the mutation score's N/A rows."""
+
+    def scan(self, x, **kw):
+        import mmvref
+
+        return mmvref.scan(x, **kw)
+
+
+def test_mutation_score_says_na_for_faults_on_ops_the_backend_lacks(capsys):
+    rows = mutation_score("tests.test_conformance_suite:ScanOnly", list(strategies.STRATEGIES), s=4,
+                          max_examples=20, seed=None, derandomize=True)
+    by = {name: caught for name, caught, _, _ in rows}
+    scan_faults = [f.name for f in faults.FAULTS.values() if "scan" in f.ops]
+    assert scan_faults and all(by[n] is not None for n in scan_faults), by  # applicable: judged
+    assert sum(by[n] is True for n in scan_faults) >= len(scan_faults) - 1, by
+    others = [f.name for f in faults.FAULTS.values() if "scan" not in f.ops]
+    assert others and all(by[n] is None for n in others), by  # N/A, never MISSED
+    out = capsys.readouterr().out
+    assert "N/A" in out and f"/{len(scan_faults)} applicable faults detected ({len(others)} N/A)" in out
+
+
+def test_a_crash_of_the_fault_wrapper_is_not_a_detection():
+    from conformance import runner
+
+    def crashing(base, op, args, kw, s):
+        raise IndexError("wrapper bug")
+
+    fault = faults.Fault("crashes", "a wrapper that crashes", ("scan",), crashing)
+    faults.FAULTS["crashes"] = fault
+    try:
+        rep = runner.run_op(faults.FaultyBackend(ScanOnly(), "crashes", 4), "faulty:crashes", "scan", s=4,
+                            max_examples=10, db=None, derandomize=True)
+    finally:
+        del faults.FAULTS["crashes"]
+    assert rep.status == "skipped" and rep.examples == 0, rep  # every input rejected: nothing detected
+    assert "declined every generated input" in rep.message
