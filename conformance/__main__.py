@@ -25,15 +25,31 @@ from . import backends, faults, report, runner, stages
 _STAGE_PREFIX = "stage:"
 
 
+#: seconds between progress lines when stdout is not a terminal (CI logs)
+PROGRESS_EVERY_S = 10.0
+
+
 def _progress_printer(enabled):
+    """A progress callback: on a terminal, one line rewritten in place; in a log (not a TTY),
+    a line at most every PROGRESS_EVERY_S seconds, so a long op still shows it is alive."""
     if not enabled:
         return None
+    if sys.stdout.isatty():
+        def show(op, k):
+            if k % 5 == 0:
+                sys.stdout.write(f"\r  {op:22s} {k:5d} examples ...")
+                sys.stdout.flush()
+        return show
+    t0 = [time.monotonic(), time.monotonic()]  # op start, last line
 
-    def show(op, k):
-        if k % 5 == 0:
-            sys.stdout.write(f"\r  {op:22s} {k:5d} examples ...")
-            sys.stdout.flush()
-    return show
+    def log_line(op, k):
+        now = time.monotonic()
+        if k == 1:
+            t0[0] = t0[1] = now
+        if now - t0[1] >= PROGRESS_EVERY_S:
+            t0[1] = now
+            print(f"  {op:28s} {k:5d} examples so far, {now - t0[0]:6.1f} s ...", flush=True)
+    return log_line
 
 
 #: exit statuses (see the module docstring)
@@ -108,7 +124,7 @@ def _stage_report(backend, name, stage, s, examples, seed):
 
 
 def run(name, ops, *, s, max_examples, seed, derandomize, policy, db, report_dir, progress=True, log=print,
-        explicit=True):
+        explicit=True, dtypes=None):
     backend = _resolve(name, s)
     s = getattr(backend, "s", s)
     fail_dir = (report_dir + "/failures") if report_dir else (db + "/failures" if db else None)
@@ -123,8 +139,8 @@ def run(name, ops, *, s, max_examples, seed, derandomize, policy, db, report_dir
         else:
             reports.append(runner.run_op(backend, name, op, s=s, max_examples=max_examples, seed=seed,
                                          derandomize=derandomize, policy=policy, db=db, failures_dir=fail_dir,
-                                         progress=_progress_printer(progress and sys.stdout.isatty()),
-                                         explicit=explicit))
+                                         progress=_progress_printer(progress),
+                                         explicit=explicit, dtypes=dtypes))
         r = reports[-1]
         if progress and sys.stdout.isatty():
             sys.stdout.write("\r" + " " * 60 + "\r")
@@ -193,19 +209,51 @@ def _main(argv):
                    help="example budget: default (100 per op) or ci (40, derandomized)")
     p.add_argument("--max-examples", type=int, default=None, help="examples per op (overrides the profile)")
     p.add_argument("--seed", type=int, default=None, help="Hypothesis seed (reproducible runs)")
-    p.add_argument("--s", type=int, default=8, help="tile size s for the golden model and the strategies "
-                                                    "(a backend's own .s wins)")
+    p.add_argument("--s", type=int, default=None, help="tile size s for the golden model and the strategies "
+                                                       "(default 8; a backend's own .s wins; with --replay, "
+                                                       "overrides the saved one)")
     p.add_argument("--policy", choices=["derived", "double_thousandths", "mere_mare", "torch_testing"],
-                   default="derived", help="float comparison policy (see conformance.compare)")
+                   default=None, help="float comparison policy (see conformance.compare; default derived; with "
+                                      "--replay, overrides the saved one)")
     p.add_argument("--report", metavar="DIR", default=None, help="write report.xml, report.json, report.md here")
     p.add_argument("--db", default=".conformance-db", help="Hypothesis example database (failures replay first)")
     p.add_argument("--replay", metavar="FILE", default=None, help="re-run one saved counterexample")
     p.add_argument("--mutation-score", action="store_true", help="inject every named fault; report detection")
+    p.add_argument("--dtypes", nargs="+", default=None, metavar="DTYPE",
+                   help="value dtypes to draw (e.g. int8 float16); with a backend's own dtypes, their intersection")
+    p.add_argument("--list-ops", action="store_true", help="list the ops (and stages) with one line each, and exit")
+    p.add_argument("--list-faults", action="store_true", help="list the named faults with one line each, and exit")
     a = p.parse_args(argv)
+    if a.list_ops:
+        for name in all_op_names():
+            if name.startswith(_STAGE_PREFIX):
+                from mmvref import golden
+
+                stage = name[len(_STAGE_PREFIX):]
+                doc = (getattr(getattr(golden, stage, None), "__doc__", "") or "").strip()
+                print(f"{name:26s} stage of the golden model: {doc.splitlines()[0] if doc else stage}")
+            else:
+                spec = REGISTRY[name]
+                print(f"{name:26s} {spec.signature}; dtypes {', '.join(d.name for d in spec.dtypes)}")
+        return EXIT_OK
+    if a.list_faults:
+        for f in faults.FAULTS.values():
+            print(f"{f.name:36s} [{', '.join(f.ops)}] {f.description.strip().splitlines()[0]}")
+        return EXIT_OK
+    if a.dtypes:
+        import numpy as np
+
+        try:
+            a.dtypes = [np.dtype(d).name for d in a.dtypes]
+        except TypeError as exc:
+            raise _Exit(EXIT_USAGE, f"--dtypes: {exc}") from None
     for flag, v, lo in (("--max-examples", a.max_examples, 1), ("--s", a.s, 2)):
         if v is not None and v < lo:  # 0 examples would test nothing and still pass
             print(f"python -m conformance: error: {flag} must be >= {lo}, got {v}", file=sys.stderr)
             return 2
+    replay_s, replay_policy = a.s, a.policy
+    a.s = 8 if a.s is None else a.s
+    a.policy = "derived" if a.policy is None else a.policy
     prof = runner.PROFILES[a.profile]
     examples = a.max_examples if a.max_examples is not None else prof["max_examples"]
     if a.replay:
@@ -216,7 +264,10 @@ def _main(argv):
         except CaseFileError as exc:
             print(f"python -m conformance: error: --replay {exc}", file=sys.stderr)
             return 2
-        op, msg = runner.replay(resolve_or_exit(a.backend, a.s), a.replay)
+        try:
+            op, msg = runner.replay(resolve_or_exit(a.backend, a.s), a.replay, s=replay_s, policy=replay_policy)
+        except ValueError as exc:  # a case in a dtype this backend does not take
+            raise _Exit(EXIT_USAGE, f"--replay {a.replay}: {exc}") from None
         print(f"replay {a.replay} ({op}) on {a.backend}: " + ("conforms" if msg is None else f"FAIL: {msg}"))
         return 0 if msg is None else 1
     all_ops = all_op_names()
@@ -235,7 +286,7 @@ def _main(argv):
     t0 = time.perf_counter()
     resolve_or_exit(a.backend, a.s)
     reps = run(a.backend, ops, s=a.s, max_examples=examples, seed=a.seed, derandomize=prof["derandomize"],
-               policy=a.policy, db=a.db, report_dir=a.report)
+               policy=a.policy, db=a.db, report_dir=a.report, dtypes=a.dtypes)
     secs = time.perf_counter() - t0
     failed = [r for r in reps if r.status == "fail"]
     ran = [r for r in reps if r.status != "skipped"]

@@ -18,8 +18,17 @@ def resolve(name: str):
     if ":" in name:
         mod, _, attr = name.partition(":")
         obj = getattr(importlib.import_module(mod), attr)
-        return obj() if isinstance(obj, type) else obj
+        return obj() if _is_factory(obj) else obj
     raise ValueError(f"unknown backend {name!r}: use one of {sorted(npu.BACKENDS)} or 'package.module:attribute'")
+
+
+def _is_factory(obj) -> bool:
+    """A class, or a callable that is not itself a backend (it has no registry op)."""
+    if isinstance(obj, type):
+        return True
+    from mmvref.registry import REGISTRY
+
+    return callable(obj) and not any(has_op(obj, op) for op in REGISTRY)
 
 
 def has_op(backend, op: str) -> bool:

@@ -187,14 +187,35 @@ def _describe(args, kwargs):
     return ", ".join(parts)
 
 
+def op_dtypes(backend, op, requested=None):
+    """The value dtypes to draw for ``op``: the op's (registry), narrowed to the backend's own
+    (``backend.dtypes(op)``) and to ``requested`` (--dtypes) when given. None: every dtype the
+    op takes; [] none at all."""
+    dtypes = [d.name for d in REGISTRY[op].dtypes] if op in REGISTRY else None
+    if _has(backend, "dtypes"):
+        own = [np.dtype(d).name for d in backend.dtypes(op)]
+        dtypes = own if dtypes is None else [d for d in dtypes if d in own]
+    if requested is not None:
+        dtypes = [d for d in (dtypes if dtypes is not None else requested) if d in requested]
+    return dtypes
+
+
 def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, derandomize=False,
-           policy="derived", db=".conformance-db", failures_dir=None, progress=None, explicit=True):
-    """Check one op under Hypothesis; returns an OpReport."""
+           policy="derived", db=".conformance-db", failures_dir=None, progress=None, explicit=True,
+           dtypes=None):
+    """Check one op under Hypothesis; returns an OpReport. ``dtypes``: value dtypes requested
+    (None: all), narrowed to those the op and the backend take."""
     if not _has(backend, op):
         return OpReport(op, backend_name, "skipped", message="backend has no such op")
     if op not in strategies.STRATEGIES:
         return OpReport(op, backend_name, "skipped", message="no strategy for this op (golden-only)")
-    dtypes = backend.dtypes(op) if _has(backend, "dtypes") else None
+    requested = dtypes
+    dtypes = op_dtypes(backend, op, requested)
+    if dtypes is not None and not dtypes:
+        return OpReport(op, backend_name, "skipped",
+                        message=f"no value dtype that the op, the backend and --dtypes {requested} all take")
+    if requested is None and not _has(backend, "dtypes"):
+        dtypes = None  # every dtype: the strategies' own default mix
     count = [0]
     last = {}
 
@@ -255,12 +276,22 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
     return rep
 
 
-def replay(backend, path):
-    """Re-run a saved counterexample; returns (op, message or None). The file is read as
-    data only (``casefile.load_case``): a file that is not a case file raises CaseFileError."""
+def replay(backend, path, *, s=None, policy=None):
+    """Re-run a saved counterexample; returns (op, message or None). ``s`` and ``policy``
+    override the saved ones. The file is read as data only (``casefile.load_case``): a file
+    that is not a case file raises CaseFileError; a case in a value dtype the backend does not
+    take raises ValueError naming it."""
     case = load_case(path)
-    msg = one_example(backend, case["op"], case["args"], case["kwargs"], s=case["s"], policy=case["policy"])
-    return case["op"], msg
+    op = case["op"]
+    args = case["args"]
+    dtypes = op_dtypes(backend, op) if _has(backend, "dtypes") else None
+    if dtypes is not None and not _accepts(args, dtypes):
+        first = args[0][2] if isinstance(args[0], tuple) else args[0]
+        raise ValueError(f"the case's {op} values are {np.asarray(first).dtype}, which this backend does not "
+                         f"take (it takes {', '.join(dtypes)})")
+    msg = one_example(backend, op, args, case["kwargs"], s=case["s"] if s is None else s,
+                      policy=case["policy"] if policy is None else policy)
+    return op, msg
 
 
 def _accepts(args, dtypes):

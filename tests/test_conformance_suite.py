@@ -246,3 +246,81 @@ def test_a_crash_of_the_fault_wrapper_is_not_a_detection():
         del faults.FAULTS["crashes"]
     assert rep.status == "skipped" and rep.examples == 0, rep  # every input rejected: nothing detected
     assert "declined every generated input" in rep.message
+
+
+def test_list_ops_and_faults_one_line_each(capsys):
+    from conformance.__main__ import all_op_names
+
+    assert main(["--list-ops"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [ln.split()[0] for ln in lines] == all_op_names()
+    assert main(["--list-faults"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [ln.split()[0] for ln in lines] == list(faults.FAULTS)
+
+
+class Recorder(ScanOnly):
+    """scan through mmvref, recording the value dtypes it was called with."""
+
+    seen: set = set()
+
+    def scan(self, x, **kw):
+        Recorder.seen.add(np.asarray(x).dtype.name)
+        return super().scan(x, **kw)
+
+
+def make_scan_only():
+    """A factory: called by the backend resolver (module:attr naming a callable)."""
+    return ScanOnly()
+
+
+def test_dtypes_option_restricts_the_values_drawn(tmp_path, capsys):
+    import importlib
+
+    rec = importlib.import_module("tests.test_conformance_suite").Recorder  # the class the resolver imports
+    rec.seen = set()
+    assert main(["--backend", "tests.test_conformance_suite:Recorder", "--ops", "scan", "--dtypes", "int8",
+                 "float16", "--max-examples", "30", "--db", str(tmp_path)]) == 0
+    assert rec.seen and rec.seen <= {"int8", "float16"}, rec.seen
+    assert main(["--backend", "mmvref", "--ops", "scan", "--dtypes", "int9"]) == 2
+    assert "--dtypes" in capsys.readouterr().err
+
+
+def test_factories_are_called(tmp_path):
+    assert main(["--backend", "tests.test_conformance_suite:make_scan_only", "--ops", "scan", "--max-examples",
+                 "5", "--db", str(tmp_path)]) == 0
+
+
+class Int8Only(ScanOnly):
+    def dtypes(self, op):
+        return ["int8"]
+
+
+def test_replay_honours_s_policy_and_the_backends_dtypes(tmp_path, monkeypatch, capsys):
+    from conformance import runner
+    from conformance.casefile import save_case
+
+    path = save_case(tmp_path / "case", {"op": "scan", "args": (np.arange(5, dtype=np.int32),),
+                                         "kwargs": {"exclusive": False}, "s": 4, "policy": "derived"})
+    seen = []
+    real = runner.one_example
+
+    def spy(backend, op, args, kwargs, *, s, policy="derived"):
+        seen.append((s, policy))
+        return real(backend, op, args, kwargs, s=s, policy=policy)
+
+    monkeypatch.setattr(runner, "one_example", spy)
+    assert main(["--backend", "mmvref", "--replay", str(path)]) == 0
+    assert main(["--backend", "mmvref", "--replay", str(path), "--s", "16", "--policy", "mere_mare"]) == 0
+    assert seen == [(4, "derived"), (16, "mere_mare")]
+    assert main(["--backend", "tests.test_conformance_suite:Int8Only", "--replay", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "int32" in err and "does not take" in err and len(err.strip().splitlines()) == 1
+
+
+def test_progress_lines_in_logs(tmp_path, monkeypatch, capsys):
+    import conformance.__main__ as cli
+
+    monkeypatch.setattr(cli, "PROGRESS_EVERY_S", 0.0)
+    assert main(["--backend", "mmvref", "--ops", "scan", "--max-examples", "5", "--db", str(tmp_path)]) == 0
+    assert "examples so far" in capsys.readouterr().out  # captured stdout is not a TTY, like a CI log
