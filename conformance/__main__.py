@@ -128,6 +128,14 @@ def run(name, ops, *, s, max_examples, seed, derandomize, policy, db, report_dir
     backend = _resolve(name, s)
     s = getattr(backend, "s", s)
     fail_dir = (report_dir + "/failures") if report_dir else (db + "/failures" if db else None)
+    if fail_dir:  # only this run's counterexamples: a report directory's from earlier runs, and in the
+        # database's folder this backend's files for the ops about to run, are removed
+        from pathlib import Path
+
+        stale = (Path(fail_dir).glob("*.npz") if report_dir else
+                 (Path(fail_dir) / f"{name.replace(':', '_')}-{op}.npz" for op in ops))
+        for old in stale:
+            old.unlink(missing_ok=True)
     reports = []
     for op in ops:
         if op.startswith(_STAGE_PREFIX):
@@ -281,10 +289,14 @@ def _main(argv):
         rows = mutation_score(a.backend, ops, s=a.s, max_examples=examples, seed=a.seed,
                               derandomize=prof["derandomize"])
         return 0 if all(r[1] is not False for r in rows) else 1
+    if a.seed is None and not prof["derandomize"]:  # an unseeded run still reports (and can rerun) its seed
+        import random
+
+        a.seed = random.SystemRandom().randrange(2**32)
     print(f"conformance: backend={a.backend} profile={a.profile} examples={examples} seed={a.seed} "
           f"policy={a.policy}")
     t0 = time.perf_counter()
-    resolve_or_exit(a.backend, a.s)
+    backend_obj = resolve_or_exit(a.backend, a.s)
     reps = run(a.backend, ops, s=a.s, max_examples=examples, seed=a.seed, derandomize=prof["derandomize"],
                policy=a.policy, db=a.db, report_dir=a.report, dtypes=a.dtypes)
     secs = time.perf_counter() - t0
@@ -292,7 +304,8 @@ def _main(argv):
     ran = [r for r in reps if r.status != "skipped"]
     if a.report:
         d = report.write_all(a.report, reps, backend=a.backend, profile=a.profile, seed=a.seed, s=a.s,
-                             policy=a.policy, seconds=secs)
+                             policy=a.policy, seconds=secs, versions=report.versions(backend_obj),
+                             command=report.command_line(argv))
         print(f"reports: {d}/report.xml, report.json, report.md")
     if not ran:
         print("conformance: FAIL (no op ran: the backend implements none of the requested ops)")

@@ -49,9 +49,20 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["POLICIES", "MOVES_VALUES", "check", "float_bound"]
+__all__ = ["POLICIES", "TOLERANCES", "MOVES_VALUES", "check", "float_bound"]
 
 POLICIES = ("derived", "double_thousandths", "mere_mare", "torch_testing")
+
+#: policy -> the float tolerance it applies, and its source (reports print these; integers and
+#: value-moving ops are exact under every policy)
+TOLERANCES = {
+    "derived": "|a - e| <= 2 (n + 2s) u A_i + (n + 2s) tiny, A_i the magnitude the op's stages combine "
+               "(Higham Thm 4.3 over the golden stages; conformance/compare.py)",
+    "double_thousandths": "|a - e| <= 1e-3 + 1e-3 |e| for all but 0.1% of the outputs (Ascend's rule)",
+    "mere_mare": "mean relative error <= T, max <= 10 T; T = 2^-10 fp16, 2^-13 fp32, 2^-20 fp64 inputs (CANN)",
+    "torch_testing": "|a - e| <= atol + rtol |e|: fp32 1e-5 + 1.3e-6 |e|, fp64 1e-7 + 1e-7 |e| "
+                     "(torch.testing.assert_close defaults)",
+}
 MOVES_VALUES = ("compress", "split", "split_ind", "radix_sort", "argsort", "topk")
 
 

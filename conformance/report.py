@@ -4,8 +4,11 @@ schema below) and a Markdown summary.
 JSON schema (``SCHEMA``; ``validate(doc)`` checks a document against it):
 
     {
-      "schema": "mmvref-conformance/1",
+      "schema": "mmvref-conformance/2",
       "backend": str, "profile": str, "seed": int | null, "s": int, "policy": str,
+      "tolerance": str,                    # the policy's float tolerance and its source
+      "versions": {name: str},             # mmvref, python, numpy, numba, hypothesis, torch, backend
+      "command": str,                      # the command line of the run
       "passed": bool,                      # every op that ran conforms
       "seconds": float,
       "ops": [ {
@@ -23,17 +26,22 @@ JSON schema (``SCHEMA``; ``validate(doc)`` checks a document against it):
 from __future__ import annotations
 
 import json
+import platform
+import shlex
+import sys
 import xml.etree.ElementTree as ET
+from importlib import metadata
 from pathlib import Path
 
 __all__ = ["SCHEMA", "validate", "write_all", "to_json", "to_junit", "to_markdown"]
 
-SCHEMA_ID = "mmvref-conformance/1"
+SCHEMA_ID = "mmvref-conformance/2"
 _OP_FIELDS = {"op": str, "backend": str, "status": str, "examples": int, "failures": int,
               "seconds": (int, float), "message": str, "counterexample": str, "command": str,
               "replay_file": str, "extra": dict}
 _TOP_FIELDS = {"schema": str, "backend": str, "profile": str, "seed": (int, type(None)), "s": int,
-               "policy": str, "passed": bool, "seconds": (int, float), "ops": list}
+               "policy": str, "tolerance": str, "versions": dict, "command": str, "passed": bool,
+               "seconds": (int, float), "ops": list}
 SCHEMA = {"top": _TOP_FIELDS, "op": _OP_FIELDS, "status": ("pass", "fail", "skipped")}
 
 
@@ -61,16 +69,44 @@ def validate(doc) -> list[str]:
     return errs
 
 
-def to_json(reports, *, backend, profile, seed, s, policy, seconds):
+def versions(backend_obj=None) -> dict:
+    """Versions a release record needs: python, mmvref, numpy, numba, hypothesis, torch (when
+    installed) and the backend's own ``version`` / ``__version__`` string when it has one."""
+    out = {"python": platform.python_version()}
+    for pkg in ("mmvref", "numpy", "numba", "hypothesis", "torch"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    v = getattr(backend_obj, "version", None) or getattr(backend_obj, "__version__", None)
+    if v is not None:
+        out["backend"] = str(v() if callable(v) else v)
+    return out
+
+
+def command_line(argv=None) -> str:
+    """The command that ran: ``python -m conformance`` and its arguments, shell-quoted."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    return shlex.join([Path(sys.executable).name, "-m", "conformance", *args])
+
+
+def to_json(reports, *, backend, profile, seed, s, policy, seconds, versions=None, command=""):
+    from .compare import TOLERANCES
+
     return {"schema": SCHEMA_ID, "backend": backend, "profile": profile, "seed": seed, "s": s,
-            "policy": policy, "passed": all(r.status != "fail" for r in reports),
+            "policy": policy, "tolerance": TOLERANCES.get(policy, ""), "versions": dict(versions or {}),
+            "command": command, "passed": all(r.status != "fail" for r in reports),
             "seconds": round(seconds, 3), "ops": [r.to_dict() for r in reports]}
 
 
-def to_junit(reports, *, backend, seconds):
+def to_junit(reports, *, backend, seconds, properties=None):
     suite = ET.Element("testsuite", name=f"conformance[{backend}]", tests=str(len(reports)),
                        failures=str(sum(r.status == "fail" for r in reports)),
                        skipped=str(sum(r.status == "skipped" for r in reports)), time=f"{seconds:.3f}")
+    if properties:
+        props = ET.SubElement(suite, "properties")
+        for k, v in properties.items():
+            ET.SubElement(props, "property", name=str(k), value=str(v))
     for r in reports:
         case = ET.SubElement(suite, "testcase", classname=f"conformance.{backend}", name=r.op,
                              time=f"{r.seconds:.3f}")
@@ -85,10 +121,13 @@ def to_junit(reports, *, backend, seconds):
     return ET.tostring(suites, encoding="unicode")
 
 
-def to_markdown(reports, *, backend, profile, seconds):
+def to_markdown(reports, *, backend, profile, seconds, header=None):
     ok = all(r.status != "fail" for r in reports)
     lines = [f"# Conformance: backend `{backend}` — {'PASS' if ok else 'FAIL'}", "",
-             f"profile `{profile}`, {seconds:.1f} s", "",
+             f"profile `{profile}`, {seconds:.1f} s", ""]
+    for k, v in (header or {}).items():
+        lines.append(f"- {k}: {v}")
+    lines += ["",
              "| op | status | examples | seconds | minimal counterexample | reproduce |",
              "|---|---|---:|---:|---|---|"]
     for r in reports:
@@ -103,12 +142,20 @@ def to_markdown(reports, *, backend, profile, seconds):
     return "\n".join(lines) + "\n"
 
 
-def write_all(directory, reports, *, backend, profile, seed, s, policy, seconds):
-    """Write report.xml (JUnit), report.json and report.md into ``directory``."""
+def write_all(directory, reports, *, backend, profile, seed, s, policy, seconds, versions=None, command=""):
+    """Write report.xml (JUnit), report.json and report.md into ``directory``; each states the
+    policy and its tolerance, the seed, the versions and the command line."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    doc = to_json(reports, backend=backend, profile=profile, seed=seed, s=s, policy=policy, seconds=seconds)
+    doc = to_json(reports, backend=backend, profile=profile, seed=seed, s=s, policy=policy, seconds=seconds,
+                  versions=versions, command=command)
+    header = {"policy": f"`{policy}`: {doc['tolerance']}", "seed": seed, "s": s, "command": f"`{command}`",
+              "versions": ", ".join(f"{k} {v}" for k, v in doc["versions"].items())}
     (d / "report.json").write_text(json.dumps(doc, indent=2))
-    (d / "report.xml").write_text(to_junit(reports, backend=backend, seconds=seconds))
-    (d / "report.md").write_text(to_markdown(reports, backend=backend, profile=profile, seconds=seconds))
+    (d / "report.xml").write_text(to_junit(reports, backend=backend, seconds=seconds,
+                                           properties={"policy": policy, "tolerance": doc["tolerance"],
+                                                       "seed": seed, "s": s, "command": command,
+                                                       **{f"version.{k}": v for k, v in doc["versions"].items()}}))
+    (d / "report.md").write_text(to_markdown(reports, backend=backend, profile=profile, seconds=seconds,
+                                             header=header))
     return d

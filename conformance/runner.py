@@ -270,8 +270,8 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
         except TypeError as exc:  # an input that is not data: keep the report, say why there is no file
             rep.message += f" (counterexample not saved: {exc})"
         else:
-            rep.replay_file = str(path)
-            cmd = f"python -m conformance --backend {backend_name} --replay {path}"
+            rep.replay_file = str(path.resolve())
+            cmd = f"python -m conformance --backend {backend_name} --replay {path.resolve()}"
     rep.command = cmd
     return rep
 

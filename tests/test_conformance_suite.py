@@ -42,6 +42,19 @@ def test_reports_validate_and_failures_replay(tmp_path, capsys):
     assert cases["compress"].find("failure") is not None and cases["split"].find("failure") is None
     md = (out / "report.md").read_text()
     assert "compress" in md and "--replay" in md
+    # what a release record needs: policy and tolerance, seed, versions, the command; absolute paths
+    assert doc["policy"] == "derived" and "Higham" in doc["tolerance"] and "derived" in md and "Higham" in md
+    assert {"mmvref", "numpy", "numba", "python"} <= set(doc["versions"]) and "numpy" in md
+    assert "--ops compress split" in doc["command"] and doc["command"] in md
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["policy"] == "derived" and "version.numpy" in props and props["tolerance"]
+    assert all(o["replay_file"] == "" or o["replay_file"].startswith("/") for o in doc["ops"])
+    # a second run into the same directory keeps only its own counterexamples
+    stale = out / "failures" / "other-scan.npz"
+    stale.write_bytes(b"old")
+    assert main(["--backend", bad, "--ops", "compress", "--profile", "ci", "--report", str(out),
+                 "--db", str(tmp_path / "db")]) == 1
+    assert not stale.exists() and len(list((out / "failures").glob("*.npz"))) == 1
     # the printed command replays the minimal counterexample: it fails on the faulty
     # backend and passes on the correct one
     replay_file = ops["compress"]["replay_file"]
@@ -51,7 +64,8 @@ def test_reports_validate_and_failures_replay(tmp_path, capsys):
 
 
 def test_schema_validation_rejects_bad_documents():
-    doc = report.to_json([], backend="x", profile="ci", seed=None, s=8, policy="derived", seconds=0.0)
+    doc = report.to_json([], backend="x", profile="ci", seed=None, s=8, policy="derived", seconds=0.0,
+                         versions=report.versions(), command="python -m conformance")
     assert report.validate(doc) == []
     broken = dict(doc)
     del broken["passed"]
@@ -316,6 +330,13 @@ def test_replay_honours_s_policy_and_the_backends_dtypes(tmp_path, monkeypatch, 
     assert main(["--backend", "tests.test_conformance_suite:Int8Only", "--replay", str(path)]) == 2
     err = capsys.readouterr().err
     assert "int32" in err and "does not take" in err and len(err.strip().splitlines()) == 1
+
+
+def test_unseeded_runs_report_the_seed_they_used(tmp_path, capsys):
+    assert main(["--backend", "mmvref", "--ops", "scan", "--max-examples", "3", "--db", str(tmp_path),
+                 "--report", str(tmp_path / "r")]) == 0
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert isinstance(doc["seed"], int) and f"seed={doc['seed']}" in capsys.readouterr().out
 
 
 def test_progress_lines_in_logs(tmp_path, monkeypatch, capsys):
