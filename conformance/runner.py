@@ -35,6 +35,7 @@ from mmvref import mmv
 from mmvref.registry import REGISTRY
 
 from . import bounds, compare, strategies
+from .backends import has_op
 from .casefile import load_case, save_case
 
 __all__ = ["OpReport", "golden_result", "one_example", "run_op", "replay", "PROFILES", "OVERFLOW_OPS"]
@@ -299,8 +300,4 @@ def _accepts(args, dtypes):
     return np.asarray(first).dtype.name in dtypes
 
 
-def _has(backend, op):
-    try:
-        return callable(getattr(backend, op))
-    except AttributeError:
-        return False
+_has = has_op  # the one definition is in conformance.backends
