@@ -325,6 +325,52 @@ def test_every_row_length_around_the_lane_counts(level, dtype, pattern):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_regular_short_rows(level, dtype, index_dtype):
+    """Batches of rows of one length, or lengths within REGULAR_SPREAD (the scalar batches
+    where the path has them, else two-phase), for every length below the path's LONG_ROW,
+    one chunk and split; x holds nan/inf in columns no row uses."""
+    rng = np.random.default_rng(11)
+    n = 300
+    for k in range(max(level.LONG_ROW, 2)):
+        for lens in (np.full(2000, k), k + rng.integers(0, K.REGULAR_SPREAD + 1, 2000)):
+            indptr, indices, data, shape = csr_tuple(lens, n - 20, rng, dtype, values=(-1, 1))
+            indices = indices.astype(index_dtype)
+            x = rng.uniform(-1, 1, n).astype(dtype)
+            x[n - 20:] = np.where(np.arange(20) % 2, np.inf, np.nan)
+            for ctx in (contextlib.nullcontext(), many_chunks(2 * K.BATCH)):
+                with ctx:
+                    y = spmv((indptr, indices, data, (lens.size, n)), x)
+                assert np.isfinite(y).all(), k
+                assert_spmv_float(y, indptr, indices, data, x)
+
+
+@pytest.mark.parametrize("bad_index", [300, -1, 2**31 - 1])
+def test_regular_short_rows_invalid_index(level, bad_index):
+    """An invalid column index inside a batch of regular short rows raises (the batch is
+    skipped before x is read), wherever in the matrix it is."""
+    rng = np.random.default_rng(12)
+    indptr, indices, data, shape = csr_tuple(np.full(20_000, 6), 300, rng, "float32")
+    x = np.ones(300, np.float32)
+    for pos in (0, 12_345, indices.size - 1):
+        ind = indices.copy()
+        ind[pos] = bad_index
+        for ctx in (contextlib.nullcontext(), many_chunks(2 * K.BATCH)):
+            with ctx, pytest.raises(ValueError, match="indices out of range"):
+                spmv((indptr, ind, data, shape), x)
+
+
+def test_regular_short_rows_non_monotone_offsets(level):
+    rng = np.random.default_rng(13)
+    indptr, indices, data, shape = csr_tuple(np.full(20_000, 6), 300, rng, "float32")
+    bad = indptr.copy()
+    bad[7000] = bad[7001] + 1  # row 6999 one longer, row 7000 of length -1
+    for ctx in (contextlib.nullcontext(), many_chunks(2 * K.BATCH)):
+        with ctx, pytest.raises(ValueError, match="indptr must be non-decreasing"):
+            spmv((bad, indices, data, shape), np.ones(300, np.float32))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_inf_nan_propagate_only_where_used(level, dtype):
     # x holds inf/nan in columns that only some rows use; the masked SIMD lanes must not touch them
     n = 40
@@ -507,7 +553,7 @@ def test_avx2_path_reads_x_with_gather_instructions(index_dtype, dtype, mnemonic
 
     a = lambda dt: np.zeros(1, dt)  # noqa: E731 - argument types only
     args = (a(np.int64), a(index_dtype), a(dtype), a(dtype), a(dtype), a(np.int64), a(np.int64), a(dtype),
-            a(dtype), a(np.uint64), a(np.bool_), _spmv_avx2.GATHER, 8)
+            a(dtype), a(np.uint64), a(np.bool_), _spmv_avx2.GATHER, 8, True)
     sig = tuple(typeof(v) for v in args)
     fresh = numba.njit(K.float_rows_serial.py_func)  # uncached: a cached library keeps no assembly
     fresh.compile(sig)

@@ -11,8 +11,12 @@ gathers instead: uniform 1M float32 30.0 -> 16.6 ms, power-law 1M float32
 
 ``LONG_ROW``: with hardware gathers (masked lanes cost nothing and load
 nothing), one ``simd_dot`` per row beats the two-phase batches already for rows
-of about 8 entries (attention b-4 r-4 float64 2.3 -> 1.4 ms, uniform 1M float64
-23 -> 8.6 ms, same machine).
+of about 8 entries (attention b-4 r-4 float64 2.3 -> 1.4 ms, same machine). It is
+16 rather than 8 because batches of rows of nearly one length shorter than that
+go faster still by scalar loads (``SCALAR_SHORT``; an 8-lane gather costs more on
+Zen 3 than 8 scalar loads): attention b-2 r-2 (rows of 14) float32, 2 threads,
+in one interleaved run: 0.66 ms against 0.92 ms by simd_dot per row and 0.74 ms
+by two-phase batches.
 
 Imported only through ``_target.kernels("spmv")`` when the kernel level is
 avx2, i.e. the compile target has AVX2; AVX-512 targets keep LLVM's lowering,
@@ -24,12 +28,14 @@ from llvmlite import ir
 
 from ._spmv_kernels import Gather, _elem_bytes
 
-__all__ = ["GATHER", "LONG_ROW", "emit_gather"]
+__all__ = ["GATHER", "LONG_ROW", "SCALAR_SHORT", "emit_gather"]
 
 #: the marker that makes the kernels of ``_spmv_kernels`` use emit_gather
 GATHER = Gather("avx2")
 #: rows per chunk averaging at least this many entries take simd_dot per row
-LONG_ROW = 8
+LONG_ROW = 16
+#: short rows by scalar loads (see ``_spmv_kernels.SCALAR_SHORT``)
+SCALAR_SHORT = True
 
 _I32 = ir.IntType(32)
 

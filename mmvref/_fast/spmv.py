@@ -123,7 +123,7 @@ def _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n):
     last = np.zeros(C, dtype=rdt)
     kernel = K.float_rows if C > 1 else K.float_rows_serial
     P = _path()
-    kernel(indptr, indices, data, xk, y, R, E, first, last, umax, bad, P.GATHER, P.LONG_ROW)
+    kernel(indptr, indices, data, xk, y, R, E, first, last, umax, bad, P.GATHER, P.LONG_ROW, P.SCALAR_SHORT)
     _check_flags(indptr, indices, data, n, umax, bad)
     K.combine(y, R, first, last)
     return y
