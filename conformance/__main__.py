@@ -6,10 +6,18 @@ BASE). ``--mutation-score`` runs every fault of ``conformance.faults`` against
 the backend and reports which were detected. ``--replay FILE`` re-runs a saved
 counterexample.
 
+The backend runs in a worker process (``conformance.isolate``; ``--no-isolate``
+runs it in this one): a call that crashes the worker or takes longer than
+``--timeout`` seconds ends that op with status CRASH or TIMEOUT, its input saved
+for ``--replay``, and the run goes on with the next op. ``--op-timeout`` bounds
+each op's whole run. With ``--report DIR`` the reports are rewritten after every
+op (marked incomplete until the run ends), so a killed run still leaves one.
+
 Exit status: 0 every op (and every stage the backend exposes) conforms; 1 some
 do not (or a fault went undetected); 2 usage or configuration error (an unknown
 backend, op or fault, a file that is not a case file), one line on stderr;
-3 the backend is unavailable on this machine (e.g. no NPU).
+3 the backend is unavailable on this machine (e.g. no NPU); 4 the backend
+crashed or timed out (on some op, or while starting), whatever the other ops did.
 """
 from __future__ import annotations
 
@@ -21,6 +29,7 @@ import npu
 from mmvref.registry import REGISTRY
 
 from . import backends, faults, report, runner, stages
+from .isolate import DEFAULT_CALL_TIMEOUT, BackendCrash, BackendTimeout, IsolatedBackend
 
 _STAGE_PREFIX = "stage:"
 
@@ -53,7 +62,7 @@ def _progress_printer(enabled):
 
 
 #: exit statuses (see the module docstring)
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_CRASH = 0, 1, 2, 3, 4
 
 
 class _Exit(Exception):
@@ -74,15 +83,19 @@ def _resolve(name, s):
     return backends.resolve(name)
 
 
-def resolve_or_exit(name, s):
-    """The backend, or _Exit with status 3 (unavailable here) or 2 (a name that resolves to
-    nothing: unknown backend or fault, a module or attribute that does not exist)."""
+def resolve_or_exit(name, s, call_timeout=None):
+    """The backend (in a worker process when ``call_timeout`` is given: ``IsolatedBackend``),
+    or _Exit with status 3 (unavailable here), 2 (a name that resolves to nothing: unknown
+    backend or fault, a module or attribute that does not exist) or 4 (the worker crashed or
+    hung while resolving it)."""
     try:
-        return _resolve(name, s)
+        return IsolatedBackend(name, s, call_timeout=call_timeout) if call_timeout else _resolve(name, s)
     except npu.NpuUnavailableError as exc:
         raise _Exit(EXIT_UNAVAILABLE, f"backend {name} is unavailable here: {exc}") from None
     except (ValueError, ImportError, AttributeError) as exc:
         raise _Exit(EXIT_USAGE, f"--backend {name}: {type(exc).__name__}: {exc}") from None
+    except (BackendCrash, BackendTimeout) as exc:
+        raise _Exit(EXIT_CRASH, f"backend {name}: {exc}") from None
 
 
 def _stage_report(backend, name, stage, s, examples, seed):
@@ -102,7 +115,11 @@ def _stage_report(backend, name, stage, s, examples, seed):
     def prop(args):
         count[0] += 1
         expected = np.asarray(gold(args, s))
-        actual = np.asarray(getattr(backend, stage)(*args))
+        try:
+            actual = np.asarray(getattr(backend, stage)(*args))
+        except (BackendCrash, BackendTimeout) as exc:  # not shrunk: see runner._Stop
+            last.update(args=args, msg=str(exc), status="crash" if isinstance(exc, BackendCrash) else "timeout")
+            raise runner._Stop from None
         msg = stages.check(stage, args, expected, actual, s)
         if msg:
             last.update(args=args, msg=msg)
@@ -113,9 +130,10 @@ def _stage_report(backend, name, stage, s, examples, seed):
     t0 = time.perf_counter()
     try:
         prop()
-    except AssertionError:
+    except (AssertionError, runner._Stop):
         pass
-    rep = runner.OpReport(_STAGE_PREFIX + stage, name, "fail" if last else "pass", count[0], int(bool(last)),
+    rep = runner.OpReport(_STAGE_PREFIX + stage, name, last.get("status", "fail") if last else "pass", count[0],
+                          int(bool(last)),
                           time.perf_counter() - t0, message=last.get("msg", ""),
                           counterexample=runner._describe(last.get("args", ()), {}) if last else "")
     if last:
@@ -124,8 +142,10 @@ def _stage_report(backend, name, stage, s, examples, seed):
 
 
 def run(name, ops, *, s, max_examples, seed, derandomize, policy, db, report_dir, progress=True, log=print,
-        explicit=True, dtypes=None):
-    backend = _resolve(name, s)
+        explicit=True, dtypes=None, backend=None, op_timeout=None, on_report=None):
+    """Every op of ``ops`` on the backend ``name`` (resolved here unless ``backend`` is given);
+    the list of OpReports. ``on_report(reports)`` is called after each op."""
+    backend = _resolve(name, s) if backend is None else backend
     s = getattr(backend, "s", s)
     fail_dir = (report_dir + "/failures") if report_dir else (db + "/failures" if db else None)
     if fail_dir:  # only this run's counterexamples: a report directory's from earlier runs, and in the
@@ -148,15 +168,20 @@ def run(name, ops, *, s, max_examples, seed, derandomize, policy, db, report_dir
             reports.append(runner.run_op(backend, name, op, s=s, max_examples=max_examples, seed=seed,
                                          derandomize=derandomize, policy=policy, db=db, failures_dir=fail_dir,
                                          progress=_progress_printer(progress),
-                                         explicit=explicit, dtypes=dtypes))
+                                         explicit=explicit, dtypes=dtypes, op_timeout=op_timeout))
         r = reports[-1]
         if progress and sys.stdout.isatty():
             sys.stdout.write("\r" + " " * 60 + "\r")
-        status = {"pass": "ok", "skipped": f"skipped ({r.message})", "fail": "FAIL"}[r.status]
+        status = {"pass": "ok", "skipped": f"skipped ({r.message})"}.get(r.status, r.status.upper())
         log(f"  {r.op:28s} {r.examples:5d} examples {r.seconds:7.2f} s  {status}")
-        if r.status == "fail":
+        if on_report is not None:
+            on_report(reports)
+        if r.status in ("crash", "timeout") and not r.counterexample:
             log(f"      {r.message}")
-            log(f"      minimal counterexample: {r.counterexample}")
+        elif r.status != "pass" and r.status != "skipped":
+            log(f"      {r.message}")
+            log(f"      {'minimal counterexample' if r.status == 'fail' else 'input (not shrunk)'}: "
+                f"{r.counterexample}")
             log(f"      reproduce: {r.command}")
     return reports
 
@@ -229,6 +254,12 @@ def _main(argv):
     p.add_argument("--mutation-score", action="store_true", help="inject every named fault; report detection")
     p.add_argument("--dtypes", nargs="+", default=None, metavar="DTYPE",
                    help="value dtypes to draw (e.g. int8 float16); with a backend's own dtypes, their intersection")
+    p.add_argument("--no-isolate", dest="isolate", action="store_false",
+                   help="run the backend in this process (default: in a worker process, see conformance.isolate)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_CALL_TIMEOUT, metavar="SECONDS",
+                   help=f"seconds one backend call may take (isolated runs; default {DEFAULT_CALL_TIMEOUT:g})")
+    p.add_argument("--op-timeout", type=float, default=None, metavar="SECONDS",
+                   help="seconds each op's run may take; no new example starts after that (default: no limit)")
     p.add_argument("--list-ops", action="store_true", help="list the ops (and stages) with one line each, and exit")
     p.add_argument("--list-faults", action="store_true", help="list the named faults with one line each, and exit")
     a = p.parse_args(argv)
@@ -259,6 +290,10 @@ def _main(argv):
         if v is not None and v < lo:  # 0 examples would test nothing and still pass
             print(f"python -m conformance: error: {flag} must be >= {lo}, got {v}", file=sys.stderr)
             return 2
+    for flag, v in (("--timeout", a.timeout), ("--op-timeout", a.op_timeout)):
+        if v is not None and not v > 0:
+            raise _Exit(EXIT_USAGE, f"{flag} must be > 0 seconds, got {v}")
+    call_timeout = a.timeout if a.isolate else None
     replay_s, replay_policy = a.s, a.policy
     a.s = 8 if a.s is None else a.s
     a.policy = "derived" if a.policy is None else a.policy
@@ -273,9 +308,14 @@ def _main(argv):
             print(f"python -m conformance: error: --replay {exc}", file=sys.stderr)
             return 2
         try:
-            op, msg = runner.replay(resolve_or_exit(a.backend, a.s), a.replay, s=replay_s, policy=replay_policy)
+            op, msg = runner.replay(resolve_or_exit(a.backend, a.s, call_timeout), a.replay, s=replay_s,
+                                    policy=replay_policy)
         except ValueError as exc:  # a case in a dtype this backend does not take
             raise _Exit(EXIT_USAGE, f"--replay {a.replay}: {exc}") from None
+        except (BackendCrash, BackendTimeout) as exc:
+            print(f"replay {a.replay} on {a.backend}: {'CRASH' if isinstance(exc, BackendCrash) else 'TIMEOUT'}: "
+                  f"{exc}")
+            return EXIT_CRASH
         print(f"replay {a.replay} ({op}) on {a.backend}: " + ("conforms" if msg is None else f"FAIL: {msg}"))
         return 0 if msg is None else 1
     all_ops = all_op_names()
@@ -296,23 +336,33 @@ def _main(argv):
     print(f"conformance: backend={a.backend} profile={a.profile} examples={examples} seed={a.seed} "
           f"policy={a.policy}")
     t0 = time.perf_counter()
-    backend_obj = resolve_or_exit(a.backend, a.s)
+    backend_obj = resolve_or_exit(a.backend, a.s, call_timeout)
+
+    def write_reports(reps, complete):
+        return report.write_all(a.report, reps, backend=a.backend, profile=a.profile, seed=a.seed, s=a.s,
+                                policy=a.policy, seconds=time.perf_counter() - t0,
+                                versions=report.versions(backend_obj), command=report.command_line(argv),
+                                complete=complete)
+
     reps = run(a.backend, ops, s=a.s, max_examples=examples, seed=a.seed, derandomize=prof["derandomize"],
-               policy=a.policy, db=a.db, report_dir=a.report, dtypes=a.dtypes)
+               policy=a.policy, db=a.db, report_dir=a.report, dtypes=a.dtypes, backend=backend_obj,
+               op_timeout=a.op_timeout, on_report=(lambda r: write_reports(r, False)) if a.report else None)
+    if isinstance(backend_obj, IsolatedBackend):
+        backend_obj.close()
     secs = time.perf_counter() - t0
-    failed = [r for r in reps if r.status == "fail"]
+    failed = [r for r in reps if r.status not in ("pass", "skipped")]
+    broke = [r for r in reps if r.status in ("crash", "timeout")]
     ran = [r for r in reps if r.status != "skipped"]
     if a.report:
-        d = report.write_all(a.report, reps, backend=a.backend, profile=a.profile, seed=a.seed, s=a.s,
-                             policy=a.policy, seconds=secs, versions=report.versions(backend_obj),
-                             command=report.command_line(argv))
+        d = write_reports(reps, True)
         print(f"reports: {d}/report.xml, report.json, report.md")
     if not ran:
         print("conformance: FAIL (no op ran: the backend implements none of the requested ops)")
         return 1
-    print(f"conformance: {'PASS' if not failed else f'{len(failed)} op(s) FAILED'} "
-          f"({len(ran)} checked, {len(reps) - len(ran)} skipped, {secs:.1f} s)")
-    return 1 if failed else 0
+    verdict = "PASS" if not failed else f"{len(failed)} op(s) FAILED" + (
+        f" ({len(broke)} by crash or timeout)" if broke else "")
+    print(f"conformance: {verdict} ({len(ran)} checked, {len(reps) - len(ran)} skipped, {secs:.1f} s)")
+    return EXIT_CRASH if broke else (EXIT_FAIL if failed else EXIT_OK)
 
 
 def all_op_names():

@@ -4,16 +4,17 @@ schema below) and a Markdown summary.
 JSON schema (``SCHEMA``; ``validate(doc)`` checks a document against it):
 
     {
-      "schema": "mmvref-conformance/2",
+      "schema": "mmvref-conformance/3",
       "backend": str, "profile": str, "seed": int | null, "s": int, "policy": str,
       "tolerance": str,                    # the policy's float tolerance and its source
       "versions": {name: str},             # mmvref, python, numpy, numba, hypothesis, torch, backend
       "command": str,                      # the command line of the run
       "passed": bool,                      # every op that ran conforms
+      "complete": bool,                    # false while the run is going on (written after each op)
       "seconds": float,
       "ops": [ {
           "op": str, "backend": str,
-          "status": "pass" | "fail" | "skipped",
+          "status": "pass" | "fail" | "skipped" | "crash" | "timeout",
           "examples": int, "failures": int, "seconds": float,
           "message": str,                  # "" on pass
           "counterexample": str,           # the minimal failing input, as Python
@@ -35,14 +36,16 @@ from pathlib import Path
 
 __all__ = ["SCHEMA", "validate", "write_all", "to_json", "to_junit", "to_markdown"]
 
-SCHEMA_ID = "mmvref-conformance/2"
+SCHEMA_ID = "mmvref-conformance/3"
 _OP_FIELDS = {"op": str, "backend": str, "status": str, "examples": int, "failures": int,
               "seconds": (int, float), "message": str, "counterexample": str, "command": str,
               "replay_file": str, "extra": dict}
 _TOP_FIELDS = {"schema": str, "backend": str, "profile": str, "seed": (int, type(None)), "s": int,
                "policy": str, "tolerance": str, "versions": dict, "command": str, "passed": bool,
-               "seconds": (int, float), "ops": list}
-SCHEMA = {"top": _TOP_FIELDS, "op": _OP_FIELDS, "status": ("pass", "fail", "skipped")}
+               "complete": bool, "seconds": (int, float), "ops": list}
+SCHEMA = {"top": _TOP_FIELDS, "op": _OP_FIELDS, "status": ("pass", "fail", "skipped", "crash", "timeout")}
+#: statuses that are not conformance (a crash or a timeout of the backend is a failure too)
+_FAILED = ("fail", "crash", "timeout")
 
 
 def validate(doc) -> list[str]:
@@ -90,18 +93,19 @@ def command_line(argv=None) -> str:
     return shlex.join([Path(sys.executable).name, "-m", "conformance", *args])
 
 
-def to_json(reports, *, backend, profile, seed, s, policy, seconds, versions=None, command=""):
+def to_json(reports, *, backend, profile, seed, s, policy, seconds, versions=None, command="", complete=True):
     from .compare import TOLERANCES
 
     return {"schema": SCHEMA_ID, "backend": backend, "profile": profile, "seed": seed, "s": s,
             "policy": policy, "tolerance": TOLERANCES.get(policy, ""), "versions": dict(versions or {}),
-            "command": command, "passed": all(r.status != "fail" for r in reports),
-            "seconds": round(seconds, 3), "ops": [r.to_dict() for r in reports]}
+            "command": command, "passed": all(r.status not in _FAILED for r in reports),
+            "complete": bool(complete), "seconds": round(seconds, 3), "ops": [r.to_dict() for r in reports]}
 
 
 def to_junit(reports, *, backend, seconds, properties=None):
     suite = ET.Element("testsuite", name=f"conformance[{backend}]", tests=str(len(reports)),
                        failures=str(sum(r.status == "fail" for r in reports)),
+                       errors=str(sum(r.status in ("crash", "timeout") for r in reports)),
                        skipped=str(sum(r.status == "skipped" for r in reports)), time=f"{seconds:.3f}")
     if properties:
         props = ET.SubElement(suite, "properties")
@@ -110,8 +114,9 @@ def to_junit(reports, *, backend, seconds, properties=None):
     for r in reports:
         case = ET.SubElement(suite, "testcase", classname=f"conformance.{backend}", name=r.op,
                              time=f"{r.seconds:.3f}")
-        if r.status == "fail":
-            fail = ET.SubElement(case, "failure", message=r.message[:500])
+        if r.status in _FAILED:  # a crash or timeout is a JUnit error: the check could not finish
+            fail = ET.SubElement(case, "failure" if r.status == "fail" else "error",
+                                 message=f"{r.status.upper()}: {r.message}"[:500])
             fail.text = f"{r.message}\n\nminimal counterexample: {r.counterexample}\nreproduce: {r.command}\n"
         elif r.status == "skipped":
             ET.SubElement(case, "skipped", message=r.message)
@@ -121,9 +126,10 @@ def to_junit(reports, *, backend, seconds, properties=None):
     return ET.tostring(suites, encoding="unicode")
 
 
-def to_markdown(reports, *, backend, profile, seconds, header=None):
-    ok = all(r.status != "fail" for r in reports)
-    lines = [f"# Conformance: backend `{backend}` — {'PASS' if ok else 'FAIL'}", "",
+def to_markdown(reports, *, backend, profile, seconds, header=None, complete=True):
+    ok = all(r.status not in _FAILED for r in reports)
+    verdict = ('PASS' if ok else 'FAIL') if complete else "INCOMPLETE (the run is going on or was killed)"
+    lines = [f"# Conformance: backend `{backend}` — {verdict}", "",
              f"profile `{profile}`, {seconds:.1f} s", ""]
     for k, v in (header or {}).items():
         lines.append(f"- {k}: {v}")
@@ -134,28 +140,38 @@ def to_markdown(reports, *, backend, profile, seconds, header=None):
         ce = r.counterexample.replace("|", "\\|")[:300]
         lines.append(f"| {r.op} | {r.status} | {r.examples} | {r.seconds:.2f} | {ce} | "
                      f"{('`' + r.command + '`') if r.command else ''} |")
-    fails = [r for r in reports if r.status == "fail"]
+    fails = [r for r in reports if r.status in _FAILED]
     if fails:
         lines += ["", "## Failures", ""]
         for r in fails:
-            lines += [f"### {r.op}", "", r.message, "", f"Reproduce: `{r.command}`", ""]
+            lines += [f"### {r.op} ({r.status})", "", r.message, "", f"Reproduce: `{r.command}`", ""]
     return "\n".join(lines) + "\n"
 
 
-def write_all(directory, reports, *, backend, profile, seed, s, policy, seconds, versions=None, command=""):
+def write_all(directory, reports, *, backend, profile, seed, s, policy, seconds, versions=None, command="",
+              complete=True):
     """Write report.xml (JUnit), report.json and report.md into ``directory``; each states the
-    policy and its tolerance, the seed, the versions and the command line."""
+    policy and its tolerance, the seed, the versions and the command line. The CLI writes them
+    after every op with ``complete=False`` (so a killed run leaves the ops it finished), then
+    once more at the end. Each file is replaced atomically (written aside, then renamed)."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     doc = to_json(reports, backend=backend, profile=profile, seed=seed, s=s, policy=policy, seconds=seconds,
-                  versions=versions, command=command)
+                  versions=versions, command=command, complete=complete)
     header = {"policy": f"`{policy}`: {doc['tolerance']}", "seed": seed, "s": s, "command": f"`{command}`",
               "versions": ", ".join(f"{k} {v}" for k, v in doc["versions"].items())}
-    (d / "report.json").write_text(json.dumps(doc, indent=2))
-    (d / "report.xml").write_text(to_junit(reports, backend=backend, seconds=seconds,
-                                           properties={"policy": policy, "tolerance": doc["tolerance"],
-                                                       "seed": seed, "s": s, "command": command,
-                                                       **{f"version.{k}": v for k, v in doc["versions"].items()}}))
-    (d / "report.md").write_text(to_markdown(reports, backend=backend, profile=profile, seconds=seconds,
-                                             header=header))
+    _replace(d / "report.json", json.dumps(doc, indent=2))
+    _replace(d / "report.xml", to_junit(reports, backend=backend, seconds=seconds,
+                                        properties={"policy": policy, "tolerance": doc["tolerance"],
+                                                    "seed": seed, "s": s, "command": command,
+                                                    "complete": doc["complete"],
+                                                    **{f"version.{k}": v for k, v in doc["versions"].items()}}))
+    _replace(d / "report.md", to_markdown(reports, backend=backend, profile=profile, seconds=seconds,
+                                          header=header, complete=complete))
     return d
+
+
+def _replace(path, text):
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)

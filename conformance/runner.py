@@ -37,8 +37,10 @@ from mmvref.registry import REGISTRY
 from . import bounds, compare, strategies
 from .backends import has_op
 from .casefile import load_case, save_case
+from .isolate import BackendCrash, BackendTimeout
 
-__all__ = ["OpReport", "golden_result", "one_example", "run_op", "replay", "PROFILES", "OVERFLOW_OPS"]
+__all__ = ["OpReport", "STATUSES", "golden_result", "one_example", "run_op", "replay", "PROFILES",
+           "OVERFLOW_OPS"]
 
 #: ops whose golden function and backends take ``overflow=``
 OVERFLOW_OPS = ("scan", "batched_scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "spmv", "spmm")
@@ -48,11 +50,22 @@ PROFILES = {"default": dict(max_examples=100, derandomize=False),
             "ci": dict(max_examples=40, derandomize=True)}
 
 
+class _Stop(BaseException):
+    """Ends an op's Hypothesis run at once (a crash or a timeout is not shrunk: every
+    shrink step would cost a worker restart or a full timeout). A BaseException, so
+    Hypothesis lets it through."""
+
+
+#: statuses of an op's report; "crash" and "timeout" come from an isolated backend
+#: (``conformance.isolate``) or the per-op time limit
+STATUSES = ("pass", "fail", "skipped", "crash", "timeout")
+
+
 @dataclass
 class OpReport:
     op: str
     backend: str
-    status: str                  # "pass", "fail", "skipped"
+    status: str                  # one of STATUSES
     examples: int = 0
     failures: int = 0
     seconds: float = 0.0
@@ -117,6 +130,8 @@ def one_example(backend, op, args, kwargs, *, s, policy="derived"):
             actual = _dense_csr(actual)
     except NotImplementedError:
         reject()  # the backend declares this input outside what it supports (e.g. a kernel option it lacks)
+    except (BackendCrash, BackendTimeout):
+        raise  # the caller records it (run_op: CRASH / TIMEOUT) instead of shrinking
     except OverflowError as exc:
         if overflows and contract == "raise":
             return None
@@ -203,9 +218,12 @@ def op_dtypes(backend, op, requested=None):
 
 def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, derandomize=False,
            policy="derived", db=".conformance-db", failures_dir=None, progress=None, explicit=True,
-           dtypes=None):
+           dtypes=None, op_timeout=None):
     """Check one op under Hypothesis; returns an OpReport. ``dtypes``: value dtypes requested
-    (None: all), narrowed to those the op and the backend take."""
+    (None: all), narrowed to those the op and the backend take. ``op_timeout``: seconds after
+    which no further example starts (status "timeout"). A backend call that crashes its worker
+    or times out (``conformance.isolate``) ends the op with status "crash" / "timeout" and
+    that input saved for replay, unshrunk."""
     if not _has(backend, op):
         return OpReport(op, backend_name, "skipped", message="backend has no such op")
     if op not in strategies.STRATEGIES:
@@ -231,7 +249,16 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
         args, kwargs = case
         if dtypes is not None and not _accepts(args, dtypes):
             reject()  # an explicit example in a dtype the backend does not take
-        msg = one_example(backend, op, args, kwargs, s=s, policy=policy)  # rejects what the backend declines
+        if op_timeout is not None and time.perf_counter() - t0 > op_timeout:
+            last.update(status="timeout", msg=f"{op} ran past its time limit of {op_timeout:g} s after "
+                                              f"{count[0]} examples (no failing input: the op was stopped)")
+            raise _Stop
+        try:
+            msg = one_example(backend, op, args, kwargs, s=s, policy=policy)  # rejects what the backend declines
+        except (BackendCrash, BackendTimeout) as exc:
+            last.update(args=args, kwargs=kwargs, msg=str(exc),
+                        status="crash" if isinstance(exc, BackendCrash) else "timeout")
+            raise _Stop from None
         count[0] += 1  # examples checked: rejected inputs are not counted
         if progress:
             progress(op, count[0])
@@ -246,7 +273,7 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
     t0 = time.perf_counter()
     try:
         prop()
-    except AssertionError:
+    except (AssertionError, _Stop):
         pass
     except Unsatisfiable:
         if count[0] == 0 and not last:  # nothing was checked: no evidence either way
@@ -258,8 +285,8 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
     secs = time.perf_counter() - t0
     if not last:
         return OpReport(op, backend_name, "pass", count[0], 0, secs)
-    rep = OpReport(op, backend_name, "fail", count[0], 1, secs, message=last["msg"],
-                   counterexample=_describe(last.get("args", ()), last.get("kwargs", {})))
+    rep = OpReport(op, backend_name, last.get("status", "fail"), count[0], 1, secs, message=last["msg"],
+                   counterexample=_describe(last.get("args", ()), last.get("kwargs", {})) if "args" in last else "")
     cmd = f"python -m conformance --backend {backend_name} --ops {op} --s {s}"
     if seed is not None:
         cmd += f" --seed {seed}"
