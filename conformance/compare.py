@@ -126,9 +126,10 @@ def _magnitudes(op, args, kwargs, s, n_out):
 def float_bound(op, args, kwargs, s, expected):
     """The derived per-output bound of ``op`` (see the module docstring)."""
     a, depth = _magnitudes(op, args, kwargs, s, expected.size)
-    u = np.finfo(expected.dtype).eps / 2
+    fi = np.finfo(expected.dtype)
+    u = float(fi.eps) / 2
     d = depth + 2 * s
-    return 2 * d * u * a + d * np.finfo(expected.dtype).tiny
+    return 2 * d * u * a + d * float(fi.tiny)
 
 
 def _show(v):

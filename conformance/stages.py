@@ -130,7 +130,8 @@ def check(stage, args, expected, actual, s):
         return None
     mag = sum(float(np.abs(np.asarray(a, dtype=np.float64)).sum()) for a in args if isinstance(a, np.ndarray))
     n = max((np.asarray(a).size for a in args if isinstance(a, np.ndarray)), default=1)
-    bound = 2 * (n + 2 * s) * np.finfo(expected.dtype).eps / 2 * mag + np.finfo(expected.dtype).tiny
+    fi = np.finfo(expected.dtype)  # as Python floats: a float32 scalar times a huge mag would overflow
+    bound = 2 * (n + 2 * s) * float(fi.eps) / 2 * mag + float(fi.tiny)
     a, e = actual.astype(np.float64).ravel(), expected.astype(np.float64).ravel()
     with np.errstate(invalid="ignore"):
         err = np.where((a == e) | (np.isnan(a) & np.isnan(e)), 0.0, np.abs(a - e))

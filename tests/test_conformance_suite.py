@@ -345,3 +345,34 @@ def test_progress_lines_in_logs(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cli, "PROGRESS_EVERY_S", 0.0)
     assert main(["--backend", "mmvref", "--ops", "scan", "--max-examples", "5", "--db", str(tmp_path)]) == 0
     assert "examples so far" in capsys.readouterr().out  # captured stdout is not a TTY, like a CI log
+
+
+@pytest.mark.native_only
+@pytest.mark.parametrize("backend", ["mmvref", "npu.testing:CpuTcuscanBackend"])
+def test_a_run_prints_no_warnings_of_its_own(backend, tmp_path):
+    """Every op and stage through the CLI with every warning shown (-W always): nothing on stderr
+    comes from the suite, the golden model or the fast ops (found this way: fp16 "large" draws
+    overflowing to inf in the strategies, a float32 bound overflowing in the stage checks)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, "-W", "always", "-m", "conformance", "--backend", backend, "--profile",
+                        "ci", "--db", str(tmp_path)], capture_output=True, text=True,
+                       env=env, cwd=tmp_path, timeout=900)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    own = [line for line in p.stderr.splitlines()
+           if "Warning" in line and any(f"{os.sep}{pkg}{os.sep}" in line for pkg in ("conformance", "mmvref", "npu"))]
+    assert not own, "\n".join(own)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_values_are_finite_unless_nonfinite_is_asked(dtype, data):
+    """The "large" fill draws beyond the dtype's range; it must clip, not overflow to inf."""
+    x = data.draw(strategies.values(dtype, 20_000, pins=0))  # long: |N(0,1)| > 4 happens
+    assert np.isfinite(x).all(), x
