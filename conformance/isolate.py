@@ -62,7 +62,7 @@ def _worker(conn, name, s):
 
         backend = _resolve(name, s)
         names = set(REGISTRY) | {n.split(":", 1)[1] for n in all_op_names() if n.startswith("stage:")}
-        ops = sorted(n for n in names if n != "dtypes" and has_op(backend, n))
+        ops = sorted(n for n in names if n not in ("dtypes", "error_model") and has_op(backend, n))
         attrs = {}
         for a in _ATTRS:
             v = getattr(backend, a, None)
@@ -78,7 +78,15 @@ def _worker(conn, name, s):
                     dtypes[key] = [str(d) for d in backend.dtypes(key)]
                 except Exception:  # noqa: BLE001 - no declaration for this op: asked again, it raises
                     dtypes[key] = None
-        conn.send(("ready", {"ops": ops, "attrs": attrs, "dtypes": dtypes}))
+        models = None
+        if has_op(backend, "error_model"):
+            models = {}
+            for op in ops:
+                try:
+                    models[op] = backend.error_model(op)
+                except Exception:  # noqa: BLE001 - none declared for this op
+                    models[op] = None
+        conn.send(("ready", {"ops": ops, "attrs": attrs, "dtypes": dtypes, "models": models}))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
         conn.send(("failed", _portable(exc)))
         return
@@ -134,6 +142,9 @@ class IsolatedBackend:
         self.backend_name = info["attrs"].get("name", name)
         if self._dtypes is not None:
             self.dtypes = self._declared_dtypes
+        self._models = info["models"]
+        if self._models is not None:
+            self.error_model = self._declared_model
 
     def __repr__(self):
         return f"IsolatedBackend({self._name!r}, call_timeout={self.call_timeout})"
@@ -215,6 +226,12 @@ class IsolatedBackend:
         return payload
 
     # ------------------------------------------------------------------ the backend's face
+
+    def _declared_model(self, op):
+        m = self._models.get(op)
+        if m is None:
+            raise NotImplementedError(f"the backend declares no error model for {op}")
+        return m
 
     def _declared_dtypes(self, op):
         d = self._dtypes.get(op)

@@ -179,16 +179,29 @@ def _check_result(backend, op, args, kwargs, expected, actual, overflows, contra
     msg = _protocol(expected, actual)
     if msg:
         return f"{msg}; input: {compare._input_summary(args)}"
+    model = error_model(backend, op)
     if op == "topk" and getattr(backend, "topk_ties", "documented") == "kernel":
         # the kernel keeps its own choice among equal values: values exact, indices valid
-        msg = compare.check(op, args, kwargs, expected[0], actual[0], s=s, policy=policy)
+        msg = compare.check(op, args, kwargs, expected[0], actual[0], s=s, policy=policy, model=model)
         idx, x = np.asarray(actual[1]), np.asarray(args[0])
         if msg is None and (idx.dtype != np.int64 or len(set(idx.tolist())) != idx.size
                             or (idx.size and (idx.min() < 0 or idx.max() >= x.size))
                             or not np.array_equal(x[idx].view(np.uint8), np.asarray(actual[0]).view(np.uint8))):
             msg = f"topk indices {idx.tolist()[:12]} do not point at the returned values (distinct, in range)"
         return msg
-    return compare.check(op, args, kwargs, expected, actual, s=s, policy=policy)
+    return compare.check(op, args, kwargs, expected, actual, s=s, policy=policy, model=model)
+
+
+def error_model(backend, op):
+    """The float error model ``backend`` declares for ``op`` (``backend.error_model(op)``, one of
+    ``compare.ERROR_MODELS``); "prefix", the loosest, when it declares none."""
+    if not _has(backend, "error_model"):
+        return "prefix"
+    model = backend.error_model(op)
+    if model not in compare.ERROR_MODELS:
+        raise ValueError(f"the backend declares error model {model!r} for {op}; known: "
+                         f"{', '.join(compare.ERROR_MODELS)}")
+    return model
 
 
 def _describe(args, kwargs):

@@ -66,6 +66,10 @@ class OpSpec:
     error_model: str
     paper: str
     variants: tuple = ()  # other golden algorithms computing the same op
+    #: the fast function's float error model, by name (conformance.compare.ERROR_MODELS): "sequential",
+    #: each output summed from its own terms only; the golden functions are all "prefix" (speculative
+    #: prefix differences; error_model above says which magnitude)
+    fast_float_model: str = "sequential"
 
     @property
     def golden(self):

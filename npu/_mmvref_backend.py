@@ -13,6 +13,10 @@ class MmvrefBackend:
 
     name = "mmvref"
 
+    def error_model(self, op):
+        """The fast function's float error model (the registry's ``fast_float_model``)."""
+        return REGISTRY[op].fast_float_model
+
     def __getattr__(self, op):
         spec = REGISTRY.get(op)
         if spec is None or spec.fast_ref is None:

@@ -1,0 +1,131 @@
+"""The exact references of conformance.exact against an independent oracle (Python fractions),
+and the error models that the derived policy holds a backend to (issue 15, point 1)."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance import compare, exact, faults, runner
+from mmvref import golden
+from npu import MmvrefBackend, TorchEmulationBackend
+
+
+def _frac_sum(vals):
+    return sum((Fraction(float(v)) for v in vals), Fraction(0))
+
+
+def _close_to_exact(ref, exact_fracs):
+    """ref (float64) is the exact value rounded, give or take its stated error."""
+    for r, q, err in zip(ref.value, exact_fracs, ref.error()):
+        assert abs(Fraction(float(r)) - q) <= Fraction(float(err)) + abs(q) * Fraction(2.0**-52), (r, float(q))
+
+
+_floats = st.floats(-1e30, 1e30, allow_nan=False, width=64) | st.sampled_from([1e16, -1e16, 1.0, 3.0, 0.5])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_floats, max_size=40), st.data())
+def test_segmented_scan_and_sum_are_exact(xs, data):
+    x = np.array(xs, np.float64)
+    f = np.array(data.draw(st.lists(st.booleans(), min_size=len(xs), max_size=len(xs))), bool)
+    excl = data.draw(st.booleans())
+    starts = f.copy()
+    if x.size:
+        starts[0] = True
+    want = []
+    for i in range(x.size):
+        s0 = max(j for j in range(i + 1) if starts[j])
+        want.append(_frac_sum(x[s0:i] if excl else x[s0:i + 1]))
+    _close_to_exact(exact.reference("segmented_scan", (x, f), {"exclusive": excl}, np.float64), want)
+    seg = [_frac_sum(x[a:b]) for a, b in zip(np.flatnonzero(starts), list(np.flatnonzero(starts)[1:]) + [x.size])]
+    _close_to_exact(exact.reference("segmented_sum", (x, f), {}, np.float64), seg)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 6), max_size=12), st.data())
+def test_spmv_and_csr_sums_are_exact(lens, data):
+    n_cols = 5
+    ptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    nnz = int(ptr[-1])
+    ind = np.array(data.draw(st.lists(st.integers(0, n_cols - 1), min_size=nnz, max_size=nnz)), np.int32)
+    val = np.array(data.draw(st.lists(_floats, min_size=nnz, max_size=nnz)), np.float64)
+    x = np.array(data.draw(st.lists(st.floats(-1e10, 1e10, width=64), min_size=n_cols, max_size=n_cols)))
+    A = (ptr, ind, val, (len(lens), n_cols))
+    want = [sum((Fraction(float(val[k])) * Fraction(float(x[ind[k]])) for k in range(ptr[r], ptr[r + 1])),
+                Fraction(0)) for r in range(len(lens))]
+    _close_to_exact(exact.reference("spmv", (A, x), {}, np.float64), want)
+    _close_to_exact(exact.reference("segment_sum_csr", (val, ptr), {}, np.float64),
+                    [_frac_sum(val[ptr[r]:ptr[r + 1]]) for r in range(len(lens))])
+
+
+def test_inputs_are_taken_in_the_result_dtype_and_nonfinite_propagates():
+    x16 = np.array([0.1, 0.2], np.float16)  # fp16 values are exact in fp32 words: the reference uses them
+    r = exact.reference("scan", (x16,), {}, np.float32)
+    assert r.value[1] == float(np.float64(x16[0]) + np.float64(x16[1]))
+    r = exact.reference("scan", (np.array([1.0, np.inf, -np.inf, 2.0]),), {}, np.float64)
+    assert r.value[0] == 1.0 and r.value[1] == np.inf and np.isnan(r.value[2]) and np.isnan(r.value[3])
+    assert exact.reference("compress", (np.ones(2), np.ones(2)), {}, np.float64) is None
+    assert exact.reference("scan", (np.ones(2, np.int32),), {}, np.int32) is None
+
+
+# ----------------------------------------------------------------------------- the cases that led here
+
+def test_golden_is_not_the_judge_of_float_values():
+    """fp16 segmented_scan, every flag set: the one-element segment 6.1e-05 after a big value.
+    The golden model (speculative prefix differences in fp32) gives 0.0; a backend returning the
+    exact value conforms under every policy, and is no longer blamed."""
+    x = np.array([1.0e4, 6.1e-05], np.float16)
+    f = np.ones(2, np.bool_)
+    g = golden.seg_scan(x, f, 8)
+    assert g[1] == 0.0  # the golden model's own rounding
+    right = MmvrefBackend().segmented_scan(x, f)
+    assert right[1] == np.float32(x[1])
+    for policy in compare.POLICIES:
+        assert compare.check("segmented_scan", (x, f), {}, g, right, policy=policy, model="sequential") is None
+    msg = compare.check("segmented_scan", (x, f), {}, g, g, model="sequential")
+    assert msg and "exact" in msg  # the golden answer itself is outside the sequential model
+
+
+def test_segment_after_large_values_is_held_to_its_own_magnitude():
+    """A segment whose exact sum is 0.75 after a segment of large values: the "prefix" bound
+    (global prefix) accepts 0.0 and 50.0; the "sequential" model does not."""
+    x = np.array([3e7, -2e7, 1e7, 0.25, 0.5], np.float32)
+    f = np.array([1, 0, 0, 1, 0], np.uint8)
+    e = np.array([2e7, 0.75], np.float32)
+    for wrong in (0.0, 50.0):
+        a = np.array([2e7, wrong], np.float32)
+        assert compare.check("segmented_sum", (x, f), {}, e, a, model="prefix") is None
+        assert "index 1" in compare.check("segmented_sum", (x, f), {}, e, a, model="sequential")
+    assert compare.check("segmented_sum", (x, f), {}, e, e, model="sequential") is None
+
+
+@pytest.mark.parametrize("n", [7, 4096, 20480])
+def test_fp16_rounded_results_are_rejected_at_every_length(n):
+    """A backend that rounds fp16 segmented_scan results to fp16 (fp32 is the result dtype)."""
+    rng = np.random.default_rng(n)
+    x = rng.uniform(0.5, 2.0, n).astype(np.float16)
+    f = np.zeros(n, np.bool_)
+    right = MmvrefBackend().segmented_scan(x, f)
+    rounded = right.astype(np.float16).astype(np.float32)
+    assert compare.check("segmented_scan", (x, f), {}, right, right, model="sequential") is None
+    assert compare.check("segmented_scan", (x, f), {}, right, rounded, model="sequential")
+
+
+def test_declared_models():
+    assert runner.error_model(MmvrefBackend(), "segmented_sum") == "sequential"
+    assert runner.error_model(TorchEmulationBackend(), "segmented_sum") == "prefix"  # declares none
+    fb = faults.FaultyBackend(MmvrefBackend(), "carry_not_added_to_first_segment")
+    assert runner.error_model(fb, "segmented_scan") == "sequential"  # the base's
+
+    class Odd:
+        def error_model(self, op):
+            return "vibes"
+
+    with pytest.raises(ValueError, match="vibes"):
+        runner.error_model(Odd(), "scan")
+    with pytest.raises(ValueError, match="error model"):
+        compare.check("scan", (np.ones(2),), {}, np.ones(2), np.ones(2), model="vibes")
