@@ -173,7 +173,8 @@ def run(name, ops, *, s, max_examples, seed, derandomize, policy, db, report_dir
         if progress and sys.stdout.isatty():
             sys.stdout.write("\r" + " " * 60 + "\r")
         status = {"pass": "ok", "skipped": f"skipped ({r.message})"}.get(r.status, r.status.upper())
-        log(f"  {r.op:28s} {r.examples:5d} examples {r.seconds:7.2f} s  {status}")
+        more = "".join(f", {v} {k}" for k, v in (("rejected", r.rejected), ("shrink calls", r.shrink_calls)) if v)
+        log(f"  {r.op:28s} {r.examples:5d} examples {r.seconds:7.2f} s  {status}{more}")
         if on_report is not None:
             on_report(reports)
         if r.status in ("crash", "timeout") and not r.counterexample:

@@ -203,12 +203,13 @@ def _input_summary(args):
                      for a in args)
 
 
-def check(op, args, kwargs, expected, actual, *, s=8, policy="derived", model="prefix"):
+def check(op, args, kwargs, expected, actual, *, s=8, policy="derived", model="prefix", stats=None):
     """None when ``actual`` conforms, else a message naming the index, the input, the
     expected (exact, for float sums) and actual values, the error and the bound.
     ``expected`` is the golden result (dtype, shape, integers, moved values); ``model``
     the backend's declared error model (``ERROR_MODELS``). Tuples (values, indices) are
-    compared part by part."""
+    compared part by part. ``stats`` (a dict), when given, receives "margin": the largest
+    error / tolerance over the outputs (0 for an exact match; below 1 when conforming)."""
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
     if model not in ERROR_MODELS:
@@ -217,7 +218,7 @@ def check(op, args, kwargs, expected, actual, *, s=8, policy="derived", model="p
         if not isinstance(actual, tuple) or len(actual) != len(expected):
             return f"expected a tuple of {len(expected)} arrays, got {type(actual).__name__}"
         for k, (e, a) in enumerate(zip(expected, actual)):
-            msg = check(op, args, kwargs, e, a, s=s, policy=policy, model=model)
+            msg = check(op, args, kwargs, e, a, s=s, policy=policy, model=model, stats=stats)
             if msg:
                 return f"part {k}: {msg}"
         return None
@@ -227,6 +228,8 @@ def check(op, args, kwargs, expected, actual, *, s=8, policy="derived", model="p
     if actual.shape != expected.shape:
         return f"shape {actual.shape}, expected {expected.shape} (input: {_input_summary(args)})"
     e, a = expected.ravel(), actual.ravel()
+    if stats is not None:
+        stats.setdefault("margin", 0.0)
     if op in MOVES_VALUES or expected.dtype.kind != "f":
         same = a.view(np.uint8).reshape(a.size, -1) == e.view(np.uint8).reshape(e.size, -1) if a.size else \
             np.zeros((0, 1), bool)
@@ -264,11 +267,17 @@ def check(op, args, kwargs, expected, actual, *, s=8, policy="derived", model="p
         if not bad.size and rel.size and rel.mean() > thr:
             return f"mean relative error {rel.mean():.3g} > {thr:.3g} (MERE); input: {_input_summary(args)}"
         err = rel
+        if stats is not None and rel.size:
+            stats["margin"] = max(stats["margin"], float(rel.mean()) / thr)
     else:
         rtol, atol = {np.dtype(np.float32): (1.3e-6, 1e-5), np.dtype(np.float64): (1e-7, 1e-7)}.get(
             expected.dtype, (1e-3, 1e-5))
         bound = atol + rtol * np.abs(ef)
         bad = np.flatnonzero(~(err <= bound))
+    if stats is not None and err.size:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(err == 0, 0.0, err / bound)
+        stats["margin"] = max(stats["margin"], float(np.nanmax(np.where(np.isnan(ratio), np.inf, ratio))))
     if bad.size:
         i = int(bad[np.argmax(err[bad] - bound[bad])])
         how = f"{policy}, error model {model}" if policy == "derived" and ref is not None else policy

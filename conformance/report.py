@@ -20,7 +20,12 @@ JSON schema (``SCHEMA``; ``validate(doc)`` checks a document against it):
           "counterexample": str,           # the minimal failing input, as Python
           "command": str,                  # reproduces the failure
           "replay_file": str,              # counterexample, .npz data (casefile.py; "" if none)
-          "extra": object
+          "extra": object,
+          "rejected": int,                 # inputs the backend declined (not counted in examples)
+          "shrink_calls": int,             # calls made while shrinking (not counted in examples)
+          "worst_margin": float,           # largest error / tolerance over passing examples (0: exact)
+          "by_dtype": {dtype: {"examples": int, "rejected": int, "shrink_calls": int,
+                               "worst_margin": float, "max_n": int}}   # max_n: longest input drawn
       }, ... ]
     }
 """
@@ -39,7 +44,8 @@ __all__ = ["SCHEMA", "validate", "write_all", "to_json", "to_junit", "to_markdow
 SCHEMA_ID = "mmvref-conformance/3"
 _OP_FIELDS = {"op": str, "backend": str, "status": str, "examples": int, "failures": int,
               "seconds": (int, float), "message": str, "counterexample": str, "command": str,
-              "replay_file": str, "extra": dict}
+              "replay_file": str, "extra": dict, "rejected": int, "shrink_calls": int,
+              "worst_margin": (int, float), "by_dtype": dict}
 _TOP_FIELDS = {"schema": str, "backend": str, "profile": str, "seed": (int, type(None)), "s": int,
                "policy": str, "tolerance": str, "versions": dict, "command": str, "passed": bool,
                "complete": bool, "seconds": (int, float), "ops": list}
@@ -120,7 +126,12 @@ def to_junit(reports, *, backend, seconds, properties=None):
             fail.text = f"{r.message}\n\nminimal counterexample: {r.counterexample}\nreproduce: {r.command}\n"
         elif r.status == "skipped":
             ET.SubElement(case, "skipped", message=r.message)
-        ET.SubElement(case, "system-out").text = f"{r.examples} examples"
+        ET.SubElement(case, "system-out").text = (
+            f"{r.examples} examples, {r.rejected} rejected, {r.shrink_calls} shrink calls, worst margin "
+            f"{r.worst_margin:.3g}\n" + "".join(f"  {d}: {t['examples']} examples, {t['rejected']} rejected, "
+                                                f"{t['shrink_calls']} shrink calls, worst margin "
+                                                f"{t['worst_margin']:.3g}, longest input {t['max_n']}\n"
+                                                for d, t in r.by_dtype.items()))
     suites = ET.Element("testsuites")
     suites.append(suite)
     return ET.tostring(suites, encoding="unicode")
@@ -133,13 +144,19 @@ def to_markdown(reports, *, backend, profile, seconds, header=None, complete=Tru
              f"profile `{profile}`, {seconds:.1f} s", ""]
     for k, v in (header or {}).items():
         lines.append(f"- {k}: {v}")
-    lines += ["",
-             "| op | status | examples | seconds | minimal counterexample | reproduce |",
-             "|---|---|---:|---:|---|---|"]
+    lines += ["", "Examples count generated inputs checked; rejected inputs and shrink calls are counted apart. "
+              "Worst margin: the largest error / tolerance over passing examples (0: bit-exact).", "",
+              "| op | dtype | status | examples | rejected | shrink calls | worst margin | longest input | seconds "
+              "| minimal counterexample | reproduce |",
+              "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
     for r in reports:
         ce = r.counterexample.replace("|", "\\|")[:300]
-        lines.append(f"| {r.op} | {r.status} | {r.examples} | {r.seconds:.2f} | {ce} | "
-                     f"{('`' + r.command + '`') if r.command else ''} |")
+        lines.append(f"| {r.op} | all | {r.status} | {r.examples} | {r.rejected} | {r.shrink_calls} | "
+                     f"{r.worst_margin:.3g} | {max((t['max_n'] for t in r.by_dtype.values()), default=0)} | "
+                     f"{r.seconds:.2f} | {ce} | {('`' + r.command + '`') if r.command else ''} |")
+        for d, t in r.by_dtype.items():
+            lines.append(f"| {r.op} | {d} | | {t['examples']} | {t['rejected']} | {t['shrink_calls']} | "
+                         f"{t['worst_margin']:.3g} | {t['max_n']} | | | |")
     fails = [r for r in reports if r.status in _FAILED]
     if fails:
         lines += ["", "## Failures", ""]

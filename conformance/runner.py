@@ -29,7 +29,7 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, example, given, reject, settings
 from hypothesis import seed as hyp_seed
 from hypothesis.database import DirectoryBasedExampleDatabase
-from hypothesis.errors import Unsatisfiable
+from hypothesis.errors import Unsatisfiable, UnsatisfiedAssumption
 
 from mmvref import mmv
 from mmvref.registry import REGISTRY
@@ -66,7 +66,7 @@ class OpReport:
     op: str
     backend: str
     status: str                  # one of STATUSES
-    examples: int = 0
+    examples: int = 0            # generated inputs checked (not rejected ones, not shrink calls)
     failures: int = 0
     seconds: float = 0.0
     message: str = ""
@@ -74,6 +74,10 @@ class OpReport:
     command: str = ""
     replay_file: str = ""
     extra: dict = field(default_factory=dict)
+    rejected: int = 0            # inputs declined (the backend's NotImplementedError, a dtype it lacks)
+    shrink_calls: int = 0        # calls made while shrinking a failure
+    worst_margin: float = 0.0    # largest error / tolerance over the passing examples (< 1; 0 exact)
+    by_dtype: dict = field(default_factory=dict)  # value dtype -> the counts above and max_n
 
     def to_dict(self):
         return asdict(self)
@@ -113,8 +117,9 @@ def _rdt(op, args):
         return "its dtype"
 
 
-def one_example(backend, op, args, kwargs, *, s, policy="derived"):
-    """None when the backend conforms on this input, else a message."""
+def one_example(backend, op, args, kwargs, *, s, policy="derived", stats=None):
+    """None when the backend conforms on this input, else a message. ``stats`` (a dict)
+    receives the comparison's "margin" (``compare.check``)."""
     contract = getattr(backend, "overflow", "raise")
     with mmv.counting() as counter:
         try:
@@ -140,7 +145,7 @@ def one_example(backend, op, args, kwargs, *, s, policy="derived"):
     except Exception as exc:  # a crash is a failure with the input that caused it
         return f"raised {type(exc).__name__}: {exc}; input: {compare._input_summary(args)}"
     try:
-        return _check_result(backend, op, args, kwargs, expected, actual, overflows, contract, s, policy)
+        return _check_result(backend, op, args, kwargs, expected, actual, overflows, contract, s, policy, stats)
     except Exception as exc:  # a result the checks cannot handle still fails with its input, never is lost
         return (f"checking the result raised {type(exc).__name__}: {exc} (returned {_kind(actual)}); "
                 f"input: {compare._input_summary(args)}")
@@ -171,7 +176,7 @@ def _protocol(expected, actual):
     return None
 
 
-def _check_result(backend, op, args, kwargs, expected, actual, overflows, contract, s, policy):
+def _check_result(backend, op, args, kwargs, expected, actual, overflows, contract, s, policy, stats=None):
     if overflows and contract == "raise":
         return (f"an integer result overflows {_rdt(op, args)} but the backend returned instead of raising "
                 f"OverflowError (declare overflow='wrap' if wrap-around is its contract); "
@@ -182,14 +187,14 @@ def _check_result(backend, op, args, kwargs, expected, actual, overflows, contra
     model = error_model(backend, op)
     if op == "topk" and getattr(backend, "topk_ties", "documented") == "kernel":
         # the kernel keeps its own choice among equal values: values exact, indices valid
-        msg = compare.check(op, args, kwargs, expected[0], actual[0], s=s, policy=policy, model=model)
+        msg = compare.check(op, args, kwargs, expected[0], actual[0], s=s, policy=policy, model=model, stats=stats)
         idx, x = np.asarray(actual[1]), np.asarray(args[0])
         if msg is None and (idx.dtype != np.int64 or len(set(idx.tolist())) != idx.size
                             or (idx.size and (idx.min() < 0 or idx.max() >= x.size))
                             or not np.array_equal(x[idx].view(np.uint8), np.asarray(actual[0]).view(np.uint8))):
             msg = f"topk indices {idx.tolist()[:12]} do not point at the returned values (distinct, in range)"
         return msg
-    return compare.check(op, args, kwargs, expected, actual, s=s, policy=policy, model=model)
+    return compare.check(op, args, kwargs, expected, actual, s=s, policy=policy, model=model, stats=stats)
 
 
 def error_model(backend, op):
@@ -250,6 +255,14 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
         dtypes = None  # every dtype: the strategies' own default mix
     count = [0]
     last = {}
+    tally = {}  # value dtype -> examples, rejected, shrink_calls, worst_margin, max_n
+
+    def counts(args):
+        first = np.asarray(args[0][2] if isinstance(args[0], tuple) else args[0])  # a CSR operand: its data
+        t = tally.setdefault(first.dtype.name, {"examples": 0, "rejected": 0, "shrink_calls": 0,
+                                                "worst_margin": 0.0, "max_n": 0})
+        t["max_n"] = max(t["max_n"], int(first.size))
+        return t
 
     derand = derandomize and seed is None  # a derandomized run has no example database (Hypothesis rule)
 
@@ -260,19 +273,32 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
     @given(strategies.op_inputs(op, s, dtypes))
     def prop(case):
         args, kwargs = case
+        t = counts(args)
+        shrinking = bool(last)  # after the first failure Hypothesis only shrinks it
         if dtypes is not None and not _accepts(args, dtypes):
+            t["rejected"] += 1
             reject()  # an explicit example in a dtype the backend does not take
         if op_timeout is not None and time.perf_counter() - t0 > op_timeout:
             last.update(status="timeout", msg=f"{op} ran past its time limit of {op_timeout:g} s after "
                                               f"{count[0]} examples (no failing input: the op was stopped)")
             raise _Stop
+        stats = {}
         try:
-            msg = one_example(backend, op, args, kwargs, s=s, policy=policy)  # rejects what the backend declines
+            msg = one_example(backend, op, args, kwargs, s=s, policy=policy, stats=stats)
+        except UnsatisfiedAssumption:  # the backend declined this input
+            t["rejected"] += 1
+            raise
         except (BackendCrash, BackendTimeout) as exc:
             last.update(args=args, kwargs=kwargs, msg=str(exc),
                         status="crash" if isinstance(exc, BackendCrash) else "timeout")
             raise _Stop from None
-        count[0] += 1  # examples checked: rejected inputs are not counted
+        if shrinking:
+            t["shrink_calls"] += 1
+        else:
+            t["examples"] += 1
+            count[0] += 1  # generated examples checked: rejected inputs and shrink calls are not counted
+            if msg is None:
+                t["worst_margin"] = max(t["worst_margin"], stats.get("margin", 0.0))
         if progress:
             progress(op, count[0])
         if msg:
@@ -290,14 +316,15 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
         pass
     except Unsatisfiable:
         if count[0] == 0 and not last:  # nothing was checked: no evidence either way
-            return OpReport(op, backend_name, "skipped", 0, 0, time.perf_counter() - t0,
-                            message="the backend declined every generated input (NotImplementedError)")
+            return _tallied(OpReport(op, backend_name, "skipped", 0, 0, time.perf_counter() - t0,
+                                     message="the backend declined every generated input (NotImplementedError)"),
+                            tally)
         last.setdefault("msg", "Hypothesis: too many inputs rejected")
     except Exception as exc:  # Hypothesis itself (e.g. flaky) or the strategy
         last.setdefault("msg", f"{type(exc).__name__}: {exc}")
     secs = time.perf_counter() - t0
     if not last:
-        return OpReport(op, backend_name, "pass", count[0], 0, secs)
+        return _tallied(OpReport(op, backend_name, "pass", count[0], 0, secs), tally)
     rep = OpReport(op, backend_name, last.get("status", "fail"), count[0], 1, secs, message=last["msg"],
                    counterexample=_describe(last.get("args", ()), last.get("kwargs", {})) if "args" in last else "")
     cmd = f"python -m conformance --backend {backend_name} --ops {op} --s {s}"
@@ -314,6 +341,15 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
             rep.replay_file = str(path.resolve())
             cmd = f"python -m conformance --backend {backend_name} --replay {path.resolve()}"
     rep.command = cmd
+    return _tallied(rep, tally)
+
+
+def _tallied(rep, tally):
+    """``rep`` with the per-dtype counts and their totals."""
+    rep.by_dtype = {d: dict(t) for d, t in sorted(tally.items())}
+    rep.rejected = sum(t["rejected"] for t in tally.values())
+    rep.shrink_calls = sum(t["shrink_calls"] for t in tally.values())
+    rep.worst_margin = max((t["worst_margin"] for t in tally.values()), default=0.0)
     return rep
 
 

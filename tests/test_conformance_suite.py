@@ -380,3 +380,49 @@ def test_values_are_finite_unless_nonfinite_is_asked(dtype, data):
     """The "large" fill draws beyond the dtype's range; it must clip, not overflow to inf."""
     x = data.draw(strategies.values(dtype, 20_000, pins=0))  # long: |N(0,1)| > 4 happens
     assert np.isfinite(x).all(), x
+
+
+class DeclinesOddLengths(ScanOnly):
+    """Declines (NotImplementedError) every input of odd length."""
+
+    def scan(self, x, **kw):
+        if len(x) % 2:
+            raise NotImplementedError("odd lengths are outside this kernel")
+        return super().scan(x, **kw)
+
+
+def test_reports_count_examples_rejected_and_shrink_calls_apart_per_dtype(tmp_path):
+    from conformance import runner
+
+    seen = []
+    real = runner.one_example
+
+    def spy(backend, op, args, kwargs, **kw):
+        seen.append(len(args[0]))
+        return real(backend, op, args, kwargs, **kw)
+
+    runner.one_example = spy
+    try:
+        rep = runner.run_op(DeclinesOddLengths(), "odd", "scan", max_examples=40, db=None, seed=3)
+    finally:
+        runner.one_example = real
+    odd = sum(n % 2 for n in seen)
+    assert rep.status == "pass" and rep.rejected == odd > 0 and rep.examples == len(seen) - odd
+    assert rep.shrink_calls == 0
+    assert sum(t["examples"] for t in rep.by_dtype.values()) == rep.examples
+    assert sum(t["rejected"] for t in rep.by_dtype.values()) == rep.rejected
+    assert max(t["max_n"] for t in rep.by_dtype.values()) == max(seen)
+    floats = [t["worst_margin"] for d, t in rep.by_dtype.items() if d.startswith("float")]
+    assert floats and 0 < max(floats) < 1  # float sums are not bit-exact, and within tolerance
+    assert all(t["worst_margin"] == 0 for d, t in rep.by_dtype.items() if d.startswith("int"))
+    assert rep.worst_margin == max(t["worst_margin"] for t in rep.by_dtype.values())
+
+    bad = faults.FaultyBackend(__import__("npu").MmvrefBackend(), "block_boundary_off_by_one")
+    rep = runner.run_op(bad, "faulty", "scan", max_examples=100, db=None, seed=1, explicit=False)  # shrunk
+    assert rep.status == "fail" and rep.shrink_calls > 0
+    assert rep.examples == sum(t["examples"] for t in rep.by_dtype.values())
+    doc = report.to_json([rep], backend="faulty", profile="default", seed=1, s=8, policy="derived", seconds=1.0)
+    assert report.validate(doc) == []
+    md = report.to_markdown([rep], backend="faulty", profile="default", seconds=1.0)
+    assert "| scan | all | fail |" in md and any(f"| scan | {d} |" in md for d in rep.by_dtype)
+    assert "shrink calls" in report.to_junit([rep], backend="faulty", seconds=1.0)
