@@ -142,7 +142,7 @@ def _stage_report(backend, name, stage, s, examples, seed):
 
 
 def run(name, ops, *, s, max_examples, seed, derandomize, policy, db, report_dir, progress=True, log=print,
-        explicit=True, dtypes=None, backend=None, op_timeout=None, on_report=None):
+        explicit=True, dtypes=None, backend=None, op_timeout=None, on_report=None, tier="default"):
     """Every op of ``ops`` on the backend ``name`` (resolved here unless ``backend`` is given);
     the list of OpReports. ``on_report(reports)`` is called after each op."""
     backend = _resolve(name, s) if backend is None else backend
@@ -168,7 +168,7 @@ def run(name, ops, *, s, max_examples, seed, derandomize, policy, db, report_dir
             reports.append(runner.run_op(backend, name, op, s=s, max_examples=max_examples, seed=seed,
                                          derandomize=derandomize, policy=policy, db=db, failures_dir=fail_dir,
                                          progress=_progress_printer(progress),
-                                         explicit=explicit, dtypes=dtypes, op_timeout=op_timeout))
+                                         explicit=explicit, dtypes=dtypes, op_timeout=op_timeout, tier=tier))
         r = reports[-1]
         if progress and sys.stdout.isatty():
             sys.stdout.write("\r" + " " * 60 + "\r")
@@ -201,18 +201,28 @@ def mutation_score(base, ops, *, s, max_examples, seed, derandomize, log=print):
             rows.append((fname, None, None, todo))
             log(f"  {fname:36s} {'N/A':30s} (the backend has none of the ops {todo})")
             continue
+        why = fault.requires(backend) if fault.requires else None
+        if why:
+            rows.append((fname, None, None, todo))
+            log(f"  {fname:36s} {'N/A':30s} ({why})")
+            continue
         how = "generated"
+        activated = 0
         for explicit in (False, True):  # generated (shrunk) inputs first; the explicit examples next
-            reps = run(f"faulty:{fname}:{base}", todo, s=s, max_examples=max_examples, seed=seed,
+            faulty = faults.FaultyBackend(_resolve(base, s), fname, s)
+            reps = run(faulty.name + ":" + base, todo, s=s, max_examples=max_examples, seed=seed,
                        derandomize=derandomize, policy="derived", db=None, report_dir=None, progress=False,
-                       log=lambda *a: None, explicit=explicit)
+                       log=lambda *a: None, explicit=explicit, backend=faulty)
+            activated += faulty.activated
             caught = [r for r in reps if r.status == "fail"]
             if caught:
                 break
             how = "explicit example"
-        if not caught and all(r.status == "skipped" or r.examples == 0 for r in reps):
+        if not caught and (all(r.status == "skipped" or r.examples == 0 for r in reps) or not activated):
             rows.append((fname, None, None, todo))
-            log(f"  {fname:36s} {'N/A':30s} (no input of ops {todo} that the backend takes)")
+            why = (f"no input of ops {todo} that the backend takes" if activated else
+                   f"the fault changed no result on the inputs the backend takes for {todo}")
+            log(f"  {fname:36s} {'N/A':30s} ({why})")
             continue
         rows.append((fname, bool(caught), caught[0] if caught else None, todo))
         log(f"  {fname:36s} {('detected (' + how + ')') if caught else 'MISSED':30s} "
@@ -240,7 +250,9 @@ def _main(argv):
     p.add_argument("--ops", nargs="*", default=None,
                    help="registry op names, or stage:NAME (default: all ops and stages the backend has)")
     p.add_argument("--profile", choices=sorted(runner.PROFILES), default="default",
-                   help="example budget: default (100 per op) or ci (40, derandomized)")
+                   help="example budget and input tier: default (100 per op, inputs at the backend's kernel "
+                        "seams up to 2^22 elements), ci (40, derandomized) or release (200, 30%% of the inputs "
+                        "of 1e6-1e7 elements)")
     p.add_argument("--max-examples", type=int, default=None, help="examples per op (overrides the profile)")
     p.add_argument("--seed", type=int, default=None, help="Hypothesis seed (reproducible runs)")
     p.add_argument("--s", type=int, default=None, help="tile size s for the golden model and the strategies "
@@ -347,7 +359,8 @@ def _main(argv):
 
     reps = run(a.backend, ops, s=a.s, max_examples=examples, seed=a.seed, derandomize=prof["derandomize"],
                policy=a.policy, db=a.db, report_dir=a.report, dtypes=a.dtypes, backend=backend_obj,
-               op_timeout=a.op_timeout, on_report=(lambda r: write_reports(r, False)) if a.report else None)
+               op_timeout=a.op_timeout, on_report=(lambda r: write_reports(r, False)) if a.report else None,
+               tier=prof["tier"])
     if isinstance(backend_obj, IsolatedBackend):
         backend_obj.close()
     secs = time.perf_counter() - t0

@@ -27,6 +27,9 @@ class Fault:
     description: str
     ops: tuple
     apply: object  # (base, op, args, kwargs, s) -> result
+    #: (backend) -> None when the fault is observable through the backend's contract, else the reason
+    #: it is not (the mutation score then says N/A)
+    requires: object = None
 
 
 def _np(a):
@@ -196,13 +199,90 @@ def _spgemm_last_wins(base, op, args, kw, s):
     from mmvref._validate import as_csr_matrix
 
     (ap, ai, ad, (m, _)), (bp, bi, bd, (_, n)) = as_csr_matrix(args[0], "A"), as_csr_matrix(args[1], "B")
-    dt = _np(base.spgemm(*args, **kw).toarray()).dtype
+    from .runner import _dense_csr  # scipy or (indptr, indices, data, shape): both backends' forms
+
+    dt = _dense_csr(base.spgemm(*args, **kw)).dtype
     out = np.zeros((m, n), dt)
     for r in range(m):  # a workspace that overwrites instead of accumulating
         for q in range(ap[r], ap[r + 1]):
             k = ai[q]
             out[r, bi[bp[k]:bp[k + 1]]] = ad[q] * bd[bp[k]:bp[k + 1]]
     return sps.csr_matrix(out)
+
+
+# ----------------------------------------------------------------------------- kernel-scale seams
+# Faults a kernel could really have at the seams of its regimes (conformance.regimes): they are
+# invisible on small inputs, so only inputs at kernel scale (the default profile's medium and large
+# tiers, and CSR rows at the bucket edges) catch them.
+
+_SEAM = 1 << 12  # 4096 = 8^4: the fourth level of s = 8 tiles, and a plausible chunk / counter width
+
+
+def _wrong_at_4095(base, op, args, kw, s):
+    z = _np(base.scan(*args, **kw)).copy()
+    if len(z) >= _SEAM:  # the last element of the fourth recursion level keeps its predecessor's value
+        z[_SEAM - 1] = z[_SEAM - 2]
+    return z
+
+
+def _rows_of_64_dropped(base, op, args, kw, s):
+    y = _np(base.spmv(*args, **kw)).copy()
+    ptr = np.asarray(args[0][0], np.int64)
+    y[np.flatnonzero(np.diff(ptr) == 64)] = 0  # the 64-entry bucket's kernel never writes its rows
+    return y
+
+
+def _fp16_result_rounding(base, op, args, kw, s):
+    z = _np(getattr(base, op)(*args, **kw))
+    if np.asarray(args[0]).dtype != np.float16:
+        return z
+    return z.astype(np.float16).astype(z.dtype)  # results stored through fp16 registers
+
+
+def _carry_between_cores(base, op, args, kw, s):
+    z = _np(base.scan(args[0], exclusive=False)).copy()
+    n, cores = len(z), 20
+    if n >= cores * s * s:  # MCScan's multi-core regime: cores 1.. miss the carry of the cores before
+        cuts = [n * c // cores for c in range(1, cores)]
+        carry = z[[c - 1 for c in cuts]]
+        for c, lo in enumerate(cuts):
+            hi = cuts[c + 1] if c + 1 < len(cuts) else n
+            z[lo:hi] = z[lo:hi] - carry[c]
+    if kw.get("exclusive"):
+        z = np.concatenate([np.zeros(1, z.dtype), z[:-1]])[: len(z)]
+    return z
+
+
+def _start_at_chunk_border(base, op, args, kw, s):
+    x, f = args
+    f = np.asarray(f).copy()
+    f[_SEAM::_SEAM] = 0  # a start exactly on a 4096-element chunk border is lost
+    return getattr(base, op)(x, f, **kw)
+
+
+def _count_12bit(base, op, args, kw, s):
+    out = _np(base.compress(*args, **kw))
+    return out[: len(out) % _SEAM] if len(out) >= _SEAM else out  # the kept count wraps at 2^12
+
+
+def _rows_truncated(base, op, args, kw, s):
+    x, ptr = np.asarray(args[0]), np.asarray(args[1], np.int64)
+    if len(ptr) < 2 or not (np.diff(ptr) > _SEAM).any():
+        return base.segment_sum_csr(*args, **kw)
+    keep = np.zeros(len(x), bool)
+    for a, b in zip(ptr[:-1], ptr[1:]):  # a row's elements beyond its first 4096 are never read
+        keep[a:min(b, a + _SEAM)] = True
+    newptr = np.concatenate([[0], np.cumsum(np.minimum(np.diff(ptr), _SEAM))])
+    return base.segment_sum_csr(x[keep], newptr, **kw)
+
+
+def _batched_restarts(base, op, args, kw, s):
+    x = np.asarray(args[0])
+    if x.ndim != 2 or x.shape[1] <= _SEAM:
+        return base.batched_scan(*args, **kw)
+    parts = [_np(base.batched_scan(np.ascontiguousarray(x[:, a:a + _SEAM]), **kw))
+             for a in range(0, x.shape[1], _SEAM)]  # each 4096-wide row tile starts from 0
+    return np.concatenate(parts, axis=1)
 
 
 FAULTS = {f.name: f for f in (
@@ -233,7 +313,9 @@ FAULTS = {f.name: f for f in (
     Fault("nan_sorted_first", "radix sort: NaNs placed first in ascending order", ("radix_sort", "argsort"),
           _nan_first),
     Fault("topk_ties_higher_index_first", "topk: among equal values the higher index wins", ("topk",),
-          _topk_ties),
+          _topk_ties, requires=lambda b: ("the backend declares topk_ties = 'kernel' (any index among ties "
+                                          "conforms)") if getattr(b, "topk_ties", "documented") == "kernel"
+          else None),
     Fault("split_not_stable", "split: the mask-0 group comes out reversed", ("split", "split_ind"),
           _split_unstable),
     Fault("compress_drops_last", "compress: the last element is lost when it is kept", ("compress",),
@@ -244,6 +326,24 @@ FAULTS = {f.name: f for f in (
           _spmm_first_column),
     Fault("spgemm_workspace_overwrites", "spgemm: the workspace overwrites instead of accumulating",
           ("spgemm",), _spgemm_last_wins),
+    # kernel-scale seams
+    Fault("scan_wrong_at_4095", "scan: index 4095 (8^4 - 1, the fourth tile level's last element) keeps its "
+          "predecessor's value", ("scan",), _wrong_at_4095),
+    Fault("spmv_rows_of_64_dropped", "spmv: rows of exactly 64 non-zeros (a row-length bucket edge) give 0",
+          ("spmv",), _rows_of_64_dropped),
+    Fault("fp16_result_rounding", "scan, segmented_scan: fp16 inputs' results stored through fp16 (the result "
+          "dtype is fp32)", ("scan", "segmented_scan"), _fp16_result_rounding),
+    Fault("carry_lost_between_cores", "scan: with 20 cores (n >= 20 s^2) each core after the first misses the "
+          "carry of the cores before it", ("scan",), _carry_between_cores),
+    Fault("segment_start_at_chunk_border_lost", "segmented ops: a segment starting exactly at a multiple of "
+          "4096 (a chunk border) is merged into the previous one", ("segmented_scan", "segmented_sum"),
+          _start_at_chunk_border),
+    Fault("compress_count_12bit", "compress: the kept count lives in a 12-bit counter (4096 or more kept "
+          "elements wrap)", ("compress",), _count_12bit),
+    Fault("csr_rows_truncated_at_4096", "segment_sum_csr: a row's elements beyond its first 4096 are never read",
+          ("segment_sum_csr",), _rows_truncated),
+    Fault("batched_scan_restarts_every_4096", "batched_scan: rows longer than 4096 restart the scan at every "
+          "4096-wide row tile", ("batched_scan",), _batched_restarts),
 )}
 
 
@@ -258,6 +358,9 @@ class FaultyBackend:
         self._fault = FAULTS[fault]
         self.s = s
         self.name = f"faulty:{fault}"
+        #: calls in which the fault changed the base backend's result (0 after a run: the fault never
+        #: showed through the inputs this backend takes, so the mutation score says N/A)
+        self.activated = 0
 
     def __getattr__(self, op):
         attr = getattr(self._base, op)
@@ -266,13 +369,32 @@ class FaultyBackend:
 
         def faulty(*args, **kwargs):
             try:
-                return self._fault.apply(_TagBase(self._base), op, args, kwargs, self.s)
+                out = self._fault.apply(_TagBase(self._base), op, args, kwargs, self.s)
             except Exception as exc:
                 if getattr(exc, "_raised_by_base", False):
                     raise  # the backend's own error (e.g. OverflowError): judged as usual
                 raise FaultNotApplicable(f"fault {self._fault.name} cannot simulate this input "
                                          f"({type(exc).__name__}: {exc})") from exc
+            try:
+                if not _same(out, attr(*args, **kwargs)):
+                    self.activated += 1
+            except Exception:  # noqa: BLE001 - the base raised: the fault's result differs in kind
+                self.activated += 1
+            return out
         return faulty
+
+
+def _same(a, b):
+    """Bit-identical results (arrays, tuples of them, scipy matrices)."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and all(
+            _same(x, y) for x, y in zip(a, b))
+    if hasattr(a, "toarray"):
+        a = a.toarray()
+    if hasattr(b, "toarray"):
+        b = b.toarray()
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
 class _TagBase:

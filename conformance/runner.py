@@ -34,7 +34,7 @@ from hypothesis.errors import Unsatisfiable, UnsatisfiedAssumption
 from mmvref import mmv
 from mmvref.registry import REGISTRY
 
-from . import bounds, compare, strategies
+from . import bounds, compare, regimes, strategies
 from .backends import has_op
 from .casefile import load_case, save_case
 from .isolate import BackendCrash, BackendTimeout
@@ -46,8 +46,11 @@ __all__ = ["OpReport", "STATUSES", "golden_result", "one_example", "run_op", "re
 OVERFLOW_OPS = ("scan", "batched_scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "spmv", "spmm")
 
 #: example budgets: "default" for releases, "ci" derandomized and bounded
-PROFILES = {"default": dict(max_examples=100, derandomize=False),
-            "ci": dict(max_examples=40, derandomize=True)}
+PROFILES = {"default": dict(max_examples=100, derandomize=False, tier="default"),
+            "ci": dict(max_examples=40, derandomize=True, tier="default"),
+            "release": dict(max_examples=200, derandomize=False, tier="release")}
+#: the input tiers of the profiles (``conformance.regimes``): lengths at the backend's kernel seams,
+#: up to 2^22 elements (default, ci) or 10^7 (release: 30% of the inputs of 1e6-1e7 elements)
 
 
 class _Stop(BaseException):
@@ -236,12 +239,13 @@ def op_dtypes(backend, op, requested=None):
 
 def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, derandomize=False,
            policy="derived", db=".conformance-db", failures_dir=None, progress=None, explicit=True,
-           dtypes=None, op_timeout=None):
+           dtypes=None, op_timeout=None, tier="default"):
     """Check one op under Hypothesis; returns an OpReport. ``dtypes``: value dtypes requested
     (None: all), narrowed to those the op and the backend take. ``op_timeout``: seconds after
     which no further example starts (status "timeout"). A backend call that crashes its worker
     or times out (``conformance.isolate``) ends the op with status "crash" / "timeout" and
-    that input saved for replay, unshrunk."""
+    that input saved for replay, unshrunk. ``tier``: the input tier (``conformance.regimes``:
+    lengths at the backend's declared kernel seams; None: small inputs only)."""
     if not _has(backend, op):
         return OpReport(op, backend_name, "skipped", message="backend has no such op")
     if op not in strategies.STRATEGIES:
@@ -260,9 +264,14 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
     def counts(args):
         first = np.asarray(args[0][2] if isinstance(args[0], tuple) else args[0])  # a CSR operand: its data
         t = tally.setdefault(first.dtype.name, {"examples": 0, "rejected": 0, "shrink_calls": 0,
-                                                "worst_margin": 0.0, "max_n": 0})
+                                                "worst_margin": 0.0, "max_n": 0, "small": 0, "medium": 0,
+                                                "large": 0})
         t["max_n"] = max(t["max_n"], int(first.size))
         return t
+
+    def tier_of(args):
+        n = int(np.asarray(args[0][2] if isinstance(args[0], tuple) else args[0]).size)
+        return "small" if n <= 20 * s * s else "medium" if n <= regimes.MEDIUM_MAX else "large"
 
     derand = derandomize and seed is None  # a derandomized run has no example database (Hypothesis rule)
 
@@ -270,7 +279,7 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
               database=DirectoryBasedExampleDatabase(str(Path(db) / backend_name)) if db and not derand else None,
               suppress_health_check=list(HealthCheck), print_blob=False, report_multiple_bugs=False,
               phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink])
-    @given(strategies.op_inputs(op, s, dtypes))
+    @given(strategies.op_inputs(op, s, dtypes, regimes.for_backend(backend, s, tier) if tier else None))
     def prop(case):
         args, kwargs = case
         t = counts(args)
@@ -296,6 +305,7 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
             t["shrink_calls"] += 1
         else:
             t["examples"] += 1
+            t[tier_of(args)] += 1  # the regimes covered: examples per input tier
             count[0] += 1  # generated examples checked: rejected inputs and shrink calls are not counted
             if msg is None:
                 t["worst_margin"] = max(t["worst_margin"], stats.get("margin", 0.0))

@@ -42,14 +42,39 @@ def edge_values(dtype, *, nonfinite=False):
     return out
 
 
-def lengths(s: int, *, multi_core: bool = True):
+def lengths(s: int, *, multi_core: bool = True, regimes=None, cap=None):
     """Lengths concentrated where tiled kernels change regime: 0, 1, s-1, s,
     s+1, s^2-1, s^2, s^2+1 and (``multi_core``) 20*s^2 (the 20-core regime
-    of MCScan), else anything up to 3*s^2. Shrinks towards 0."""
+    of MCScan), else anything up to 3*s^2. Shrinks towards 0.
+
+    With ``regimes`` (``conformance.regimes.Regimes``: a backend's tiles, lanes,
+    cores, row buckets and a tier), these small lengths are one tier; the others
+    are the regimes' seam lengths up to 2^16 (medium) and above, up to the tier's
+    max_n (large), drawn with the tier's weights (``regimes.TIERS``); ``cap``
+    bounds them (ops whose golden model is quadratic or sorts)."""
     pts = [0, 1, s - 1, s, s + 1, s * s - 1, s * s, s * s + 1]
     if multi_core:
         pts.append(20 * s * s)
-    return st.one_of(st.sampled_from(sorted(set(pts))), st.integers(0, 3 * s * s))
+    small = st.one_of(st.sampled_from(sorted(set(pts))), st.integers(0, 3 * s * s))
+    if regimes is None:
+        return small
+    from .regimes import MEDIUM_MAX
+
+    top = min(regimes.max_n, cap) if cap else regimes.max_n
+    seams = [p for p in regimes.seam_lengths() if p <= top]
+    medium = [p for p in seams if 20 * s * s < p <= MEDIUM_MAX]
+    large = [p for p in seams if p > MEDIUM_MAX]
+    w_small, w_medium, w_large = regimes.weights
+    tiers = [(w_small, small)] + [(w, st.sampled_from(t)) for w, t in ((w_medium, medium), (w_large, large)) if t]
+
+    def pick(r):  # r in [0, total): the tier whose cumulative weight covers r (shrinks to small)
+        for w, strat in tiers:
+            if r < w:
+                return strat
+            r -= w
+        return tiers[-1][1]
+
+    return st.integers(0, sum(w for w, _ in tiers) - 1).flatmap(pick)
 
 
 _FILLS_INT = ("zeros", "small", "full", "max", "min", "alternating_extremes")
@@ -102,24 +127,33 @@ def values(draw, dtype, n, *, nonfinite=False, nonnegative=False, pins=5, finite
 
 
 @st.composite
-def flags(draw, n, s, *, dtype=None):
+def flags(draw, n, s, *, dtype=None, regimes=None):
     """0/1 segment-start flags of length ``n`` (position 0 starts a segment
     whatever its flag): none set, all set, a single flag at a tile boundary
-    k*s or k*s +- 1, runs of set flags, or a random density from 0.1% to 90%.
+    k*s or k*s +- 1, runs of set flags, or a random density from 0.1% to 90%;
+    with ``regimes`` also ("seams") a flag at every seam position of the regimes
+    below n (k S^j +- 1, 2^k +- 1, ...: starts exactly on chunk and tile borders).
     dtype: bool, int8 or uint8 (drawn when None)."""
     dtype = dtype or draw(st.sampled_from(["bool", "int8", "uint8"]))
-    kind = draw(st.sampled_from(["none", "all", "boundary", "runs", "density"]))
+    kind = draw(st.sampled_from(["none", "all", "boundary", "runs", "density"]
+                                + (["seams", "seams"] if regimes is not None else [])))
     f = np.zeros(n, np.uint8)
+    if n and kind == "seams":
+        pos = np.array([p for p in regimes.seam_lengths() if p < n], np.int64)
+        f[pos[draw(st.integers(0, 2)):: draw(st.sampled_from([1, 3]))]] = 1  # all of them, or a drawn third
     if n and kind == "all":
         f[:] = 1
     elif n and kind == "boundary":
         k = draw(st.integers(0, max(0, (n - 1) // s)))
         pos = k * s + draw(st.sampled_from([-1, 0, 1]))
         f[min(max(pos, 0), n - 1)] = 1
-    elif n and kind == "runs":
+    elif n and kind == "runs":  # runs of 1 .. 2s-1 set flags (vectorized: kernel-scale n)
         rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-        for start in rng.integers(0, n, 1 + n // (4 * s)):
-            f[start:start + int(rng.integers(1, 2 * s))] = 1
+        starts = rng.integers(0, n, 1 + n // (4 * s))
+        edge = np.zeros(n + 1, np.int64)
+        np.add.at(edge, starts, 1)
+        np.add.at(edge, np.minimum(starts + rng.integers(1, 2 * s, starts.size), n), -1)
+        f[np.cumsum(edge[:n]) > 0] = 1
     elif n and kind == "density":
         d = draw(st.sampled_from([0.001, 0.01, 0.1, 0.5, 0.9]))
         f[np.random.default_rng(draw(st.integers(0, 2**32 - 1))).random(n) < d] = 1
@@ -127,12 +161,26 @@ def flags(draw, n, s, *, dtype=None):
 
 
 @st.composite
-def offsets(draw, n, s):
+def offsets(draw, n, s, regimes=None):
     """CSR-style segment offsets over ``n`` values (indptr[0] = 0, indptr[-1]
     = n, non-decreasing) with empty segments: leading, trailing and interior
-    runs of them, all empty (n = 0), or random cuts."""
+    runs of them, all empty (n = 0), or random cuts. With ``regimes``, also
+    ("seam_rows", as likely as the others together) rows whose lengths are the
+    regimes' seam lengths and row seams (up to n), in a drawn order."""
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    kind = draw(st.sampled_from(["random", "leading_empty", "trailing_empty", "interior_empty", "one"]))
+    kinds = ["random", "leading_empty", "trailing_empty", "interior_empty", "one"]
+    kind = draw(st.sampled_from(kinds + (["seam_rows"] * 5 if regimes is not None else [])))
+    if kind == "seam_rows":
+        pool = np.array(sorted({p for p in regimes.seam_lengths() + regimes.row_lengths() if p <= n}))
+        lens = []
+        left = n
+        while left > 0:  # long seams first, so a kernel-scale row is there whenever n allows one
+            big = pool[pool <= left]
+            k = int(big[-1] if not lens and big.size else rng.choice(big))
+            lens.append(k)
+            left -= k
+        lens = rng.permutation(np.array(lens + [0, 0], np.int64))
+        return np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
     k = int(draw(st.integers(0, max(1, n // max(1, s // 2)) + 3)))
     cuts = np.sort(rng.integers(0, n + 1, k))
     if kind == "leading_empty":
@@ -147,18 +195,32 @@ def offsets(draw, n, s):
 
 
 @st.composite
-def csr_matrices(draw, dtype, s, *, unsorted=True, duplicates=True):
+def csr_matrices(draw, dtype, s, *, unsorted=True, duplicates=True, regimes=None):
     """A CSR matrix (indptr int64, indices int32, data of ``dtype``, shape)
     with the row patterns kernels get wrong: all rows empty, nnz = 0, leading
     / trailing / interior runs of empty rows, one row longer than all the
     others together, or random; column indices sorted, or (where the op allows
-    them) unsorted and with duplicates."""
-    n_rows = draw(st.one_of(st.sampled_from([0, 1, s - 1, s, s + 1]), st.integers(0, 4 * s)))
-    n_cols = draw(st.one_of(st.sampled_from([1, s - 1, s + 1]), st.integers(1, 3 * s)))
+    them) unsorted and with duplicates. With ``regimes``: also rows whose
+    lengths are the regimes' row seams (0, 1, S-1, S, S+1, every bucket edge and
+    its neighbours; "row_seams": each row one of them, "one_row_length": every
+    row the same one), and row counts (a length of ``lengths`` / 8) and column
+    counts at kernel scale."""
+    small_rows = st.one_of(st.sampled_from([0, 1, s - 1, s, s + 1]), st.integers(0, 4 * s))
+    n_rows = draw(small_rows if regimes is None else lengths(s, regimes=regimes).map(lambda n: n // 8))
+    small_cols = st.one_of(st.sampled_from([1, s - 1, s + 1]), st.integers(1, 3 * s))
+    n_cols = draw(small_cols if regimes is None else
+                  st.one_of(small_cols, st.sampled_from([p for p in regimes.seam_lengths() if 1 <= p <= 1 << 16])))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    kind = draw(st.sampled_from(["random", "all_empty", "leading_empty", "trailing_empty", "interior_empty",
-                                 "one_long_row"]))
+    kinds = ["random", "all_empty", "leading_empty", "trailing_empty", "interior_empty", "one_long_row"]
+    # with regimes, the row-seam patterns weigh as much as all the others together
+    kind = draw(st.sampled_from(kinds + (["row_seams"] * 4 + ["one_row_length"] * 2 if regimes is not None else [])))
     lens = rng.integers(0, 5, n_rows)
+    if kind == "row_seams":  # every row seam at least once (in a drawn order; empty rows lead), the rest
+        seams = np.array(regimes.row_lengths())  # drawn among them
+        n_rows = max(n_rows, seams.size + 1)
+        lens = np.concatenate([[0], rng.permutation(np.concatenate([seams, rng.choice(seams, n_rows - seams.size - 1)]))])
+    elif kind == "one_row_length":
+        lens[:] = draw(st.sampled_from(regimes.row_lengths()))
     if kind == "all_empty":
         lens[:] = 0
     elif kind == "leading_empty":
@@ -191,35 +253,51 @@ def _dtype(draw, allowed, default=VALUE_DTYPES):
 
 
 @st.composite
-def _scan(draw, s, dtypes=None):
+def _scan(draw, s, dtypes=None, regimes=None):
     dt = _dtype(draw, dtypes)
-    x = draw(values(dt, draw(lengths(s)), finite_sums=True))
+    x = draw(values(dt, draw(lengths(s, regimes=regimes)), finite_sums=True))
     return (x,), {"exclusive": draw(st.booleans())}
 
 
 @st.composite
-def _segmented(draw, s, with_exclusive, dtypes=None):
+def _segmented(draw, s, with_exclusive, dtypes=None, regimes=None):
     dt = _dtype(draw, dtypes)
-    n = draw(lengths(s))
+    n = draw(lengths(s, regimes=regimes))
     x = draw(values(dt, n, finite_sums=True))
     kw = {"exclusive": draw(st.booleans())} if with_exclusive else {}
-    return (x, draw(flags(n, s))), kw
+    return (x, draw(flags(n, s, regimes=regimes))), kw
 
 
 @st.composite
-def _csr_sum(draw, s, dtypes=None):
+def _compress(draw, s, dtypes=None, regimes=None):
+    """Values and a 0/1 mask: segment-flag patterns, or (as likely) dense masks (all kept, 90%, 99%,
+    all but one), so that kernel-scale inputs also keep kernel-scale counts."""
+    (x, f), _ = draw(_segmented(s, False, dtypes, regimes))
+    dense = draw(st.sampled_from(["flags", "all", "0.9", "0.99", "all_but_one"]))
+    if dense != "flags" and len(x):
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        m = np.ones(len(x), np.uint8) if dense in ("all", "all_but_one") else \
+            (rng.random(len(x)) < float(dense)).astype(np.uint8)
+        if dense == "all_but_one":
+            m[int(rng.integers(0, len(x)))] = 0
+        f = m.astype(f.dtype)
+    return (x, f), {}
+
+
+@st.composite
+def _csr_sum(draw, s, dtypes=None, regimes=None):
     dt = _dtype(draw, dtypes)
-    n = draw(lengths(s))
-    return (draw(values(dt, n, finite_sums=True)), draw(offsets(n, s))), {}
+    n = draw(lengths(s, regimes=regimes))
+    return (draw(values(dt, n, finite_sums=True)), draw(offsets(n, s, regimes))), {}
 
 
 @st.composite
-def _spmv(draw, s, dtypes=None):
+def _spmv(draw, s, dtypes=None, regimes=None):
     dt = _dtype(draw, dtypes, ("int8", "int16", "int32", "float16", "float32", "float64"))
-    indptr, indices, data, shape = draw(csr_matrices(dt, s))
+    indptr, indices, data, shape = draw(csr_matrices(dt, s, regimes=regimes))
     x = draw(values(dt, shape[1]))
     if np.dtype(dt).kind == "f":  # products and their sums finite (see ``values``)
-        lim = float(np.sqrt(np.finfo(dt).max / (4 * (len(data) + 1))))
+        lim = float(np.sqrt(float(np.finfo(dt).max) / (4 * (len(data) + 1))))
         data = np.clip(data, -lim, lim).astype(dt)
         x = np.clip(x, -lim, lim).astype(dt)
     if np.dtype(dt).kind == "i":  # keep products inside int64 words; int32 edges come from the sums
@@ -229,8 +307,8 @@ def _spmv(draw, s, dtypes=None):
 
 
 @st.composite
-def _spmm(draw, s, dtypes=None):
-    (A, _x), _ = draw(_spmv(s, dtypes))
+def _spmm(draw, s, dtypes=None, regimes=None):
+    (A, _x), _ = draw(_spmv(s, dtypes, regimes))
     k = draw(st.sampled_from([1, 3, 8, 9]))
     dt = A[2].dtype
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
@@ -239,7 +317,7 @@ def _spmm(draw, s, dtypes=None):
 
 
 @st.composite
-def _spgemm(draw, s, dtypes=None):
+def _spgemm(draw, s, dtypes=None, regimes=None):  # the dense oracle keeps these small
     """Two CSR operands with matching inner size: empty, diagonal, sparse or random
     (small integers, or integer-valued floats: exact in every summation order)."""
     import scipy.sparse as sps
@@ -262,27 +340,30 @@ def _spgemm(draw, s, dtypes=None):
 
 
 @st.composite
-def _batched(draw, s, dtypes=None):
+def _batched(draw, s, dtypes=None, regimes=None):
     dt = _dtype(draw, dtypes)
     rows = draw(st.integers(0, 4))
-    n = draw(st.one_of(st.sampled_from([0, 1, s - 1, s, s + 1]), st.integers(0, 2 * s * s)))
+    n = draw(st.one_of(st.sampled_from([0, 1, s - 1, s, s + 1]), st.integers(0, 2 * s * s)) if regimes is None
+             else lengths(s, regimes=regimes, cap=1 << 16))  # up to 4 rows; the golden ScanU is slow beyond
     x = np.stack([draw(values(dt, n, finite_sums=True)) for _ in range(rows)]) if rows else np.zeros((0, n), dt)
     return (x,), {"exclusive": draw(st.booleans())}
 
 
 @st.composite
-def _split(draw, s, dtypes=None):
+def _split(draw, s, dtypes=None, regimes=None):
     dt = _dtype(draw, dtypes)
-    n = draw(st.one_of(st.sampled_from([0, 1, s - 1, s, s + 1]), st.integers(0, 2 * s * s)))
+    n = draw(st.one_of(st.sampled_from([0, 1, s - 1, s, s + 1]), st.integers(0, 2 * s * s)) if regimes is None
+             else lengths(s, regimes=regimes))
     return (draw(values(dt, n, nonfinite=True)), draw(flags(n, s))), {}
 
 
 @st.composite
-def _sort(draw, s, dtypes=None):
+def _sort(draw, s, dtypes=None, regimes=None):
     """Sort inputs; floats often carry every special value (NaN, +-inf, -0.0,
     +0.0, subnormals) at drawn positions, ints many ties (small values)."""
     dt = _dtype(draw, dtypes, FLOAT_DTYPES + INT_DTYPES)
-    n = draw(st.one_of(st.sampled_from([0, 1, 2, s - 1, s, s + 1]), st.integers(0, 4 * s)))
+    n = draw(st.one_of(st.sampled_from([0, 1, 2, s - 1, s, s + 1]), st.integers(0, 4 * s)) if regimes is None
+             else lengths(s, regimes=regimes, cap=1 << 12))  # the golden radix sort is slow beyond
     x = draw(values(dt, n, nonfinite=True, pins=8))
     if np.dtype(dt).kind == "f" and n and draw(st.booleans()):
         specials = np.array([np.nan, -np.inf, np.inf, -0.0, 0.0, np.finfo(dt).smallest_subnormal], dtype=dt)
@@ -292,18 +373,19 @@ def _sort(draw, s, dtypes=None):
 
 
 @st.composite
-def _topk(draw, s, dtypes=None):
-    (x,), _ = draw(_sort(s, dtypes))
+def _topk(draw, s, dtypes=None, regimes=None):
+    (x,), _ = draw(_sort(s, dtypes, regimes))
     return (x, draw(st.integers(0, len(x)))), {"largest": draw(st.booleans())}
 
 
 @st.composite
-def _weights(draw, s, dtypes=None):
+def _weights(draw, s, dtypes=None, regimes=None):
     """Integer weights, or dyadic float weights (multiples of 1/64): every
     summation order gives the same cumulative sums, so a backend free to sum in
     any order must still return the golden index."""
     dt = _dtype(draw, dtypes)
-    n = draw(st.one_of(st.sampled_from([1, s - 1, s, s + 1]), st.integers(1, 2 * s * s)))
+    n = draw(st.one_of(st.sampled_from([1, s - 1, s, s + 1]), st.integers(1, 2 * s * s)) if regimes is None
+             else lengths(s, regimes=regimes).map(lambda k: max(k, 1)))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     w = rng.integers(0, 65, n) * (rng.random(n) < 0.5)  # many zero weights (never to be drawn)
     w[int(rng.integers(0, n))] = 64
@@ -314,7 +396,7 @@ def _weights(draw, s, dtypes=None):
 
 
 @st.composite
-def _top_p(draw, s, dtypes=None):
+def _top_p(draw, s, dtypes=None, regimes=None):  # vocabulary-sized rows: kept small
     dt = _dtype(draw, dtypes, FLOAT_DTYPES)
     rows = draw(st.integers(1, 3))
     n = draw(st.one_of(st.sampled_from([1, s - 1, s, s + 1]), st.integers(1, 2 * s)))
@@ -326,14 +408,15 @@ def _top_p(draw, s, dtypes=None):
     return (probs, p, u), {}
 
 
-#: op name -> ((s, dtypes=None) -> strategy of (args, kwargs)); conformance attaches these by
-#: registry name; ``dtypes`` restricts the value dtypes to those a backend accepts
+#: op name -> ((s, dtypes=None, regimes=None) -> strategy of (args, kwargs)); conformance attaches
+#: these by registry name; ``dtypes`` restricts the value dtypes to those a backend accepts,
+#: ``regimes`` (``conformance.regimes``) adds the backend's kernel-scale seams and a tier
 STRATEGIES = {
     "scan": _scan,
-    "segmented_scan": lambda s, dtypes=None: _segmented(s, True, dtypes),
-    "segmented_sum": lambda s, dtypes=None: _segmented(s, False, dtypes),
+    "segmented_scan": lambda s, dtypes=None, regimes=None: _segmented(s, True, dtypes, regimes),
+    "segmented_sum": lambda s, dtypes=None, regimes=None: _segmented(s, False, dtypes, regimes),
     "segment_sum_csr": _csr_sum,
-    "compress": lambda s, dtypes=None: _segmented(s, False, dtypes),
+    "compress": lambda s, dtypes=None, regimes=None: _compress(s, dtypes, regimes),
     "spmv": _spmv,
     "spmm": _spmm,
     "spgemm": _spgemm,
@@ -370,10 +453,12 @@ EXAMPLES = {
 }
 
 
-def op_inputs(op: str, s: int = 8, dtypes=None):
+def op_inputs(op: str, s: int = 8, dtypes=None, regimes=None):
     """The strategy of ``(args, kwargs)`` for registry op ``op`` with tile size
-    ``s``, values of ``dtypes`` only (names; None: every dtype the op takes)."""
+    ``s``, values of ``dtypes`` only (names; None: every dtype the op takes),
+    and with ``regimes`` (``conformance.regimes.Regimes``) the backend's
+    kernel-scale seams at its tier's weights (None: small inputs only)."""
     try:
-        return STRATEGIES[op](s, dtypes)
+        return STRATEGIES[op](s, dtypes, regimes)
     except KeyError:
         raise KeyError(f"no strategy for op {op!r}; known: {', '.join(STRATEGIES)}") from None

@@ -20,7 +20,7 @@ def test_op_conforms(conformance_op, request):
                  max_examples=cfg.getoption("--max-examples") or profile["max_examples"],
                  seed=cfg.getoption("--seed"), derandomize=profile["derandomize"],
                  policy=cfg.getoption("--policy"), db=".conformance-db", report_dir=None, progress=False,
-                 log=lambda *a: None)
+                 log=lambda *a: None, tier=profile["tier"])
     if rep.status == "skipped":
         pytest.skip(rep.message)
     assert rep.status == "pass", (f"{rep.message}\nminimal counterexample: {rep.counterexample}\n"

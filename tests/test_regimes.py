@@ -1,0 +1,100 @@
+"""Kernel-scale inputs (issue 15, point 2): a backend's declared regimes put lengths and CSR rows
+at its seams, tiers weigh small / medium / large inputs, and failures still shrink small."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance import faults, regimes, runner, strategies
+from npu import MmvrefBackend
+
+
+def test_seam_lengths_and_row_lengths():
+    r = regimes.Regimes(tiles=(8,), lanes=(16,), cores=(20,), row_buckets=(64,))
+    seams = set(r.seam_lengths())
+    for S_j in (8, 64, 512, 4096, 32768, 262144, 2097152):  # S^j up to max_n = 2^22
+        for k in (1, 2, 3):
+            if k * S_j + 1 <= r.max_n:
+                assert {k * S_j - 1, k * S_j, k * S_j + 1} <= seams
+    assert {(1 << 22) - 1, 1 << 22} <= seams and max(seams) <= 1 << 22
+    assert {20 * 8 - 1, 20 * 8, 20 * 64 + 1, 15, 17} <= seams  # cores x tile, lanes +- 1
+    assert set(r.row_lengths()) == {0, 1, 7, 8, 9, 63, 64, 65}
+    assert regimes.Regimes(tier="release").max_n == 10_000_000
+    with pytest.raises(ValueError, match="tier"):
+        regimes.Regimes(tier="huge")
+    with pytest.raises(ValueError, match="tiles"):
+        regimes.Regimes(tiles=(1,))
+
+
+def test_backend_declared_regimes():
+    class Declares:
+        def regimes(self):
+            return {"tiles": [128], "row_buckets": [32]}
+
+    r = regimes.for_backend(Declares(), s=8, tier="default")
+    assert r.tiles == (128,) and r.row_buckets == (32,) and r.lanes == regimes.Regimes().lanes
+    assert {128 * 128 - 1, 2 * 128 ** 3 - 1, 2 * 128 ** 3} <= set(r.seam_lengths())
+    assert regimes.for_backend(MmvrefBackend(), s=16).tiles == (16,)  # none declared: the run's s
+
+    class Bad:
+        def regimes(self):
+            return {"tiles": [8], "warp": 32}
+
+    with pytest.raises(ValueError, match="warp"):
+        regimes.for_backend(Bad())
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.data())
+def test_tiers_reach_kernel_scale(data):
+    """Every tier shows up: lengths above 2^16 in the default tier, row seams in CSR matrices."""
+    r = regimes.Regimes()
+    n = data.draw(strategies.lengths(8, regimes=r))
+    assert 0 <= n <= r.max_n
+    test_tiers_reach_kernel_scale.seen.add("large" if n > regimes.MEDIUM_MAX else "medium" if n > 1280 else "small")
+
+
+test_tiers_reach_kernel_scale.seen = set()
+
+
+def test_tiers_seen():
+    test_tiers_reach_kernel_scale()
+    assert test_tiers_reach_kernel_scale.seen == {"small", "medium", "large"}
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.data())
+def test_csr_row_seams_are_drawn(data):
+    r = regimes.Regimes()
+    ptr, ind, val, shape = data.draw(strategies.csr_matrices("float32", 8, regimes=r))
+    lens = set(np.diff(ptr).tolist())
+    test_csr_row_seams_are_drawn.seen |= lens & set(r.row_lengths())
+
+
+test_csr_row_seams_are_drawn.seen = set()
+
+
+def test_every_row_seam_is_drawn():
+    test_csr_row_seams_are_drawn()
+    assert test_csr_row_seams_are_drawn.seen == set(regimes.Regimes().row_lengths())
+
+
+def test_a_seam_fault_shrinks_to_the_smallest_failing_seam():
+    """scan wrong only at index 4095: found by the default tier and shrunk to the smallest length
+    that still shows it (4096 elements). Integers, which are compared exactly: in a float32 sum of
+    4096 terms one lost term can lie within the worst-case rounding bound."""
+    bad = faults.FaultyBackend(MmvrefBackend(), "scan_wrong_at_4095")
+    rep = runner.run_op(bad, "faulty", "scan", max_examples=200, db=None, seed=0, explicit=False,
+                        dtypes=["int32"])
+    assert rep.status == "fail"
+    assert "array of shape (4096,)" in rep.counterexample, rep.counterexample
+    small = faults.FaultyBackend(MmvrefBackend(), "block_boundary_off_by_one")
+    rep = runner.run_op(small, "faulty", "scan", max_examples=100, db=None, seed=0, explicit=False)
+    assert rep.status == "fail" and "<" not in rep.counterexample  # shrunk to a printable (<= 64) array
+
+
+def test_profiles_have_tiers():
+    assert {p["tier"] for p in runner.PROFILES.values()} == {"default", "release"}
+    assert runner.PROFILES["release"]["max_examples"] >= runner.PROFILES["default"]["max_examples"]
