@@ -62,7 +62,7 @@ def _worker(conn, name, s):
 
         backend = _resolve(name, s)
         names = set(REGISTRY) | {n.split(":", 1)[1] for n in all_op_names() if n.startswith("stage:")}
-        ops = sorted(n for n in names if n not in ("dtypes", "error_model") and has_op(backend, n))
+        ops = sorted(n for n in names if n not in ("dtypes", "error_model", "regimes") and has_op(backend, n))
         attrs = {}
         for a in _ATTRS:
             v = getattr(backend, a, None)
@@ -86,7 +86,8 @@ def _worker(conn, name, s):
                     models[op] = backend.error_model(op)
                 except Exception:  # noqa: BLE001 - none declared for this op
                     models[op] = None
-        conn.send(("ready", {"ops": ops, "attrs": attrs, "dtypes": dtypes, "models": models}))
+        regimes = backend.regimes() if has_op(backend, "regimes") else None
+        conn.send(("ready", {"ops": ops, "attrs": attrs, "dtypes": dtypes, "models": models, "regimes": regimes}))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
         conn.send(("failed", _portable(exc)))
         return
@@ -142,6 +143,9 @@ class IsolatedBackend:
         self.backend_name = info["attrs"].get("name", name)
         if self._dtypes is not None:
             self.dtypes = self._declared_dtypes
+        if info["regimes"] is not None:
+            declared = dict(info["regimes"])
+            self.regimes = lambda: declared
         self._models = info["models"]
         if self._models is not None:
             self.error_model = self._declared_model

@@ -72,6 +72,10 @@ class TorchEmulationBackend:
         self._int_word = getattr(torch, int_words)
         self._int_stage = False
 
+    def regimes(self):
+        """Where the kernels change regime (``conformance.regimes``): its matmul tile s."""
+        return {"tiles": (self.s,)}
+
     def __repr__(self):
         return f"TorchEmulationBackend(device={str(self.device)!r}, s={self.s})"
 

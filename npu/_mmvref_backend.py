@@ -13,6 +13,15 @@ class MmvrefBackend:
 
     name = "mmvref"
 
+    def regimes(self):
+        """Where the fast kernels change regime (``conformance.regimes``): the golden tile 8, SIMD
+        lanes 8 / 16, one chunk per thread or four, and SpMV's row-length switches (LONG_ROW 8, 16,
+        48; a row longer than a batch of 8192)."""
+        import numba
+
+        t = numba.get_num_threads()
+        return {"tiles": (8,), "lanes": (8, 16), "cores": (t, 4 * t), "row_buckets": (8, 16, 48, 8192)}
+
     def error_model(self, op):
         """The fast function's float error model (the registry's ``fast_float_model``)."""
         return REGISTRY[op].fast_float_model

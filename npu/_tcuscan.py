@@ -81,6 +81,10 @@ class TcuscanBackend:
             raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
         self.variant = variant
 
+    def regimes(self):
+        """Where the kernels change regime (``conformance.regimes``): the kernels' tile S."""
+        return {"tiles": (self.s,)}
+
     def __repr__(self):
         return f"TcuscanBackend(module={getattr(self.module, '__name__', self.module)!r}, device={str(self.device)!r})"
 
