@@ -25,7 +25,8 @@ JSON schema (``SCHEMA``; ``validate(doc)`` checks a document against it):
           "shrink_calls": int,             # calls made while shrinking (not counted in examples)
           "worst_margin": float,           # largest error / tolerance over passing examples (0: exact)
           "by_dtype": {dtype: {"examples": int, "rejected": int, "shrink_calls": int,
-                               "worst_margin": float, "max_n": int}}   # max_n: longest input drawn
+                               "worst_margin": float, "max_n": int,    # max_n: longest input drawn
+                               "small": int, "medium": int, "large": int}}  # examples per input tier
       }, ... ]
     }
 """
@@ -130,7 +131,8 @@ def to_junit(reports, *, backend, seconds, properties=None):
             f"{r.examples} examples, {r.rejected} rejected, {r.shrink_calls} shrink calls, worst margin "
             f"{r.worst_margin:.3g}\n" + "".join(f"  {d}: {t['examples']} examples, {t['rejected']} rejected, "
                                                 f"{t['shrink_calls']} shrink calls, worst margin "
-                                                f"{t['worst_margin']:.3g}, longest input {t['max_n']}\n"
+                                                f"{t['worst_margin']:.3g}, longest input {t['max_n']}, tiers "
+                                                f"{t.get('small', 0)}/{t.get('medium', 0)}/{t.get('large', 0)}\n"
                                                 for d, t in r.by_dtype.items()))
     suites = ET.Element("testsuites")
     suites.append(suite)
@@ -146,17 +148,19 @@ def to_markdown(reports, *, backend, profile, seconds, header=None, complete=Tru
         lines.append(f"- {k}: {v}")
     lines += ["", "Examples count generated inputs checked; rejected inputs and shrink calls are counted apart. "
               "Worst margin: the largest error / tolerance over passing examples (0: bit-exact).", "",
-              "| op | dtype | status | examples | rejected | shrink calls | worst margin | longest input | seconds "
-              "| minimal counterexample | reproduce |",
-              "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+              "| op | dtype | status | examples | rejected | shrink calls | worst margin | longest input "
+              "| tiers s/m/l | seconds | minimal counterexample | reproduce |",
+              "|---|---|---|---:|---:|---:|---:|---:|---|---:|---|---|"]
     for r in reports:
         ce = r.counterexample.replace("|", "\\|")[:300]
+        tiers = "/".join(str(sum(t.get(k, 0) for t in r.by_dtype.values())) for k in ("small", "medium", "large"))
         lines.append(f"| {r.op} | all | {r.status} | {r.examples} | {r.rejected} | {r.shrink_calls} | "
                      f"{r.worst_margin:.3g} | {max((t['max_n'] for t in r.by_dtype.values()), default=0)} | "
-                     f"{r.seconds:.2f} | {ce} | {('`' + r.command + '`') if r.command else ''} |")
+                     f"{tiers} | {r.seconds:.2f} | {ce} | {('`' + r.command + '`') if r.command else ''} |")
         for d, t in r.by_dtype.items():
             lines.append(f"| {r.op} | {d} | | {t['examples']} | {t['rejected']} | {t['shrink_calls']} | "
-                         f"{t['worst_margin']:.3g} | {t['max_n']} | | | |")
+                         f"{t['worst_margin']:.3g} | {t['max_n']} | "
+                         f"{t.get('small', 0)}/{t.get('medium', 0)}/{t.get('large', 0)} | | | |")
     fails = [r for r in reports if r.status in _FAILED]
     if fails:
         lines += ["", "## Failures", ""]
