@@ -142,13 +142,16 @@ def _stage_report(backend, name, stage, s, examples, seed):
 
 
 def run(name, ops, *, s, max_examples, seed, derandomize, policy, db, report_dir, progress=True, log=print,
-        explicit=True, dtypes=None, backend=None, op_timeout=None, on_report=None, tier="default"):
+        explicit=True, dtypes=None, backend=None, op_timeout=None, on_report=None, tier="default", clean=True,
+        file_tag=""):
     """Every op of ``ops`` on the backend ``name`` (resolved here unless ``backend`` is given);
-    the list of OpReports. ``on_report(reports)`` is called after each op."""
+    the list of OpReports. ``on_report(reports)`` is called after each op. ``clean``: remove
+    earlier runs' counterexample files first (see below); ``file_tag`` is appended to this
+    run's counterexample file names (rounds of a --time-budget campaign)."""
     backend = _resolve(name, s) if backend is None else backend
     s = getattr(backend, "s", s)
-    fail_dir = (report_dir + "/failures") if report_dir else (db + "/failures" if db else None)
-    if fail_dir:  # only this run's counterexamples: a report directory's from earlier runs, and in the
+    fail_dir = _failures_dir(report_dir, db)
+    if fail_dir and clean:  # only this run's counterexamples: a report directory's from earlier runs, and in the
         # database's folder this backend's files for the ops about to run, are removed
         from pathlib import Path
 
@@ -168,7 +171,8 @@ def run(name, ops, *, s, max_examples, seed, derandomize, policy, db, report_dir
             reports.append(runner.run_op(backend, name, op, s=s, max_examples=max_examples, seed=seed,
                                          derandomize=derandomize, policy=policy, db=db, failures_dir=fail_dir,
                                          progress=_progress_printer(progress),
-                                         explicit=explicit, dtypes=dtypes, op_timeout=op_timeout, tier=tier))
+                                         explicit=explicit, dtypes=dtypes, op_timeout=op_timeout, tier=tier,
+                                         file_tag=file_tag))
         r = reports[-1]
         if progress and sys.stdout.isatty():
             sys.stdout.write("\r" + " " * 60 + "\r")
@@ -185,6 +189,66 @@ def run(name, ops, *, s, max_examples, seed, derandomize, policy, db, report_dir
                 f"{r.counterexample}")
             log(f"      reproduce: {r.command}")
     return reports
+
+
+def _failures_dir(report_dir, db):
+    return (report_dir + "/failures") if report_dir else (db + "/failures" if db else None)
+
+
+def _signature(r):
+    """What makes two failures of a campaign the same: op, status and the message without its input
+    and numbers."""
+    import re
+
+    return (r.op, r.status, re.sub(r"[-+0-9.e]+", "#", r.message.split("; input:")[0])[:120])
+
+
+def campaign(name, ops, budget, *, log=print, seed=None, **kw):
+    """--time-budget: rounds of every op with fresh seeds until ``budget`` seconds are spent (an op
+    running at the end is stopped by its op timeout); every distinct failure (``_signature``) is
+    kept, its counterexample saved with a round tag. Returns one merged report per op: examples
+    and counts summed over rounds, the first failure of each distinct kind in ``extra``."""
+    import random
+
+    t_end = time.perf_counter() + budget
+    rng = random.Random(seed) if seed is not None else random.SystemRandom()
+    merged, seen, rounds = {}, set(), 0
+    while time.perf_counter() < t_end:
+        left = t_end - time.perf_counter()
+        reps = run(name, ops, seed=rng.randrange(2**32), op_timeout=max(left, 1.0), clean=rounds == 0,
+                   file_tag=f"-round{rounds}", log=lambda *a: None, progress=False, **kw)
+        for r in reps:
+            m = merged.setdefault(r.op, runner.OpReport(r.op, r.backend, "skipped", message=r.message))
+            if r.status == "timeout" and not r.counterexample:  # the budget ran out inside this op
+                continue
+            m.examples += r.examples
+            m.rejected += r.rejected
+            m.shrink_calls += r.shrink_calls
+            m.seconds += r.seconds
+            m.worst_margin = max(m.worst_margin, r.worst_margin)
+            if m.status == "skipped" and r.status != "skipped":
+                m.status, m.message = "pass", ""
+            if r.status not in ("pass", "skipped"):
+                if _signature(r) in seen:
+                    if r.replay_file:  # the same failure again: keep only the first file
+                        from pathlib import Path
+
+                        Path(r.replay_file).unlink(missing_ok=True)
+                    continue
+                seen.add(_signature(r))
+                if m.status in ("pass", "skipped"):
+                    m.status, m.message, m.counterexample, m.command, m.replay_file = (
+                        r.status, r.message, r.counterexample, r.command, r.replay_file)
+                m.failures += 1
+                m.extra.setdefault("distinct_failures", []).append(
+                    {"round": rounds, "status": r.status, "message": r.message[:500], "replay_file": r.replay_file})
+        rounds += 1
+        log(f"  round {rounds}: {sum(r.examples for r in reps)} examples, "
+            f"{len(seen)} distinct failures so far, {max(0.0, t_end - time.perf_counter()):.0f} s left")
+    out = [merged[op] for op in ops if op in merged]
+    for r in out:
+        r.extra["rounds"] = rounds
+    return out
 
 
 def mutation_score(base, ops, *, s, max_examples, seed, derandomize, log=print):
@@ -273,6 +337,11 @@ def _main(argv):
                    help=f"seconds one backend call may take (isolated runs; default {DEFAULT_CALL_TIMEOUT:g})")
     p.add_argument("--op-timeout", type=float, default=None, metavar="SECONDS",
                    help="seconds each op's run may take; no new example starts after that (default: no limit)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="run the ops in N worker processes (results as a serial run with the same seed)")
+    p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                   help="a fuzzing campaign: rounds of every op with fresh seeds until SECONDS are spent, "
+                        "every distinct failure saved")
     p.add_argument("--list-ops", action="store_true", help="list the ops (and stages) with one line each, and exit")
     p.add_argument("--list-faults", action="store_true", help="list the named faults with one line each, and exit")
     a = p.parse_args(argv)
@@ -303,9 +372,13 @@ def _main(argv):
         if v is not None and v < lo:  # 0 examples would test nothing and still pass
             print(f"python -m conformance: error: {flag} must be >= {lo}, got {v}", file=sys.stderr)
             return 2
-    for flag, v in (("--timeout", a.timeout), ("--op-timeout", a.op_timeout)):
+    for flag, v in (("--timeout", a.timeout), ("--op-timeout", a.op_timeout), ("--time-budget", a.time_budget)):
         if v is not None and not v > 0:
             raise _Exit(EXIT_USAGE, f"{flag} must be > 0 seconds, got {v}")
+    if a.jobs < 1:
+        raise _Exit(EXIT_USAGE, f"--jobs must be >= 1, got {a.jobs}")
+    if a.jobs > 1 and a.time_budget:
+        raise _Exit(EXIT_USAGE, "--jobs and --time-budget do not combine (a campaign runs its rounds serially)")
     call_timeout = a.timeout if a.isolate else None
     replay_s, replay_policy = a.s, a.policy
     a.s = 8 if a.s is None else a.s
@@ -357,10 +430,20 @@ def _main(argv):
                                 versions=report.versions(backend_obj), command=report.command_line(argv),
                                 complete=complete)
 
-    reps = run(a.backend, ops, s=a.s, max_examples=examples, seed=a.seed, derandomize=prof["derandomize"],
-               policy=a.policy, db=a.db, report_dir=a.report, dtypes=a.dtypes, backend=backend_obj,
-               op_timeout=a.op_timeout, on_report=(lambda r: write_reports(r, False)) if a.report else None,
-               tier=prof["tier"])
+    on_report = (lambda r: write_reports(r, False)) if a.report else None
+    common = dict(s=a.s, max_examples=examples, derandomize=prof["derandomize"], policy=a.policy, db=a.db,
+                  report_dir=a.report, dtypes=a.dtypes, tier=prof["tier"])
+    if a.time_budget:
+        reps = campaign(a.backend, ops, a.time_budget, backend=backend_obj, on_report=on_report, seed=a.seed,
+                        **common)
+    elif a.jobs > 1:
+        from .jobs import run_jobs
+
+        reps = run_jobs(a.backend, ops, a.jobs, call_timeout=call_timeout, on_report=on_report, seed=a.seed,
+                        op_timeout=a.op_timeout, **common)
+    else:
+        reps = run(a.backend, ops, seed=a.seed, backend=backend_obj, op_timeout=a.op_timeout, on_report=on_report,
+                   **common)
     if isinstance(backend_obj, IsolatedBackend):
         backend_obj.close()
     secs = time.perf_counter() - t0

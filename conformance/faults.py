@@ -30,6 +30,9 @@ class Fault:
     #: (backend) -> None when the fault is observable through the backend's contract, else the reason
     #: it is not (the mutation score then says N/A)
     requires: object = None
+    #: regimes the faulty kernel would declare besides the base backend's (conformance.regimes), e.g.
+    #: the row-length bucket whose kernel is broken
+    regimes: object = None
 
 
 def _np(a):
@@ -330,7 +333,7 @@ FAULTS = {f.name: f for f in (
     Fault("scan_wrong_at_4095", "scan: index 4095 (8^4 - 1, the fourth tile level's last element) keeps its "
           "predecessor's value", ("scan",), _wrong_at_4095),
     Fault("spmv_rows_of_64_dropped", "spmv: rows of exactly 64 non-zeros (a row-length bucket edge) give 0",
-          ("spmv",), _rows_of_64_dropped),
+          ("spmv",), _rows_of_64_dropped, regimes={"row_buckets": (64,)}),
     Fault("fp16_result_rounding", "scan, segmented_scan: fp16 inputs' results stored through fp16 (the result "
           "dtype is fp32)", ("scan", "segmented_scan"), _fp16_result_rounding),
     Fault("carry_lost_between_cores", "scan: with 20 cores (n >= 20 s^2) each core after the first misses the "
@@ -361,6 +364,16 @@ class FaultyBackend:
         #: calls in which the fault changed the base backend's result (0 after a run: the fault never
         #: showed through the inputs this backend takes, so the mutation score says N/A)
         self.activated = 0
+
+    def regimes(self):
+        """The base's regimes plus the faulty kernel's own (``Fault.regimes``), as such a kernel
+        would declare them."""
+        base = dict(self._base.regimes()) if callable(getattr(self._base, "regimes", None)) else {}
+        for k, v in (self._fault.regimes or {}).items():
+            from .regimes import Regimes
+
+            base[k] = tuple(sorted(set(base.get(k, getattr(Regimes(), k))) | set(v)))
+        return base
 
     def __getattr__(self, op):
         attr = getattr(self._base, op)

@@ -239,7 +239,7 @@ def op_dtypes(backend, op, requested=None):
 
 def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, derandomize=False,
            policy="derived", db=".conformance-db", failures_dir=None, progress=None, explicit=True,
-           dtypes=None, op_timeout=None, tier="default"):
+           dtypes=None, op_timeout=None, tier="default", file_tag=""):
     """Check one op under Hypothesis; returns an OpReport. ``dtypes``: value dtypes requested
     (None: all), narrowed to those the op and the backend take. ``op_timeout``: seconds after
     which no further example starts (status "timeout"). A backend call that crashes its worker
@@ -341,7 +341,7 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
     if seed is not None:
         cmd += f" --seed {seed}"
     if failures_dir and "args" in last:
-        path = Path(failures_dir) / f"{backend_name.replace(':', '_')}-{op}.npz"
+        path = Path(failures_dir) / f"{backend_name.replace(':', '_')}-{op}{file_tag}.npz"
         try:
             path = save_case(path, {"op": op, "args": tuple(last["args"]), "kwargs": dict(last["kwargs"]),
                                     "s": s, "policy": policy, "backend": backend_name})

@@ -1,0 +1,71 @@
+"""Scaling a conformance run out (issue 15, point 9): --jobs gives a serial run's results, the pytest
+plugin gives the same outcomes under pytest-xdist, and --time-budget keeps every distinct failure."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.__main__ import campaign, main, run
+from conformance.jobs import run_jobs
+
+pytestmark = pytest.mark.native_only  # process handling, not kernels
+
+ROOT = Path(__file__).resolve().parents[1]
+OPS = ["segmented_scan", "segmented_sum", "scan"]
+FAULTY = "faulty:start_end_flag_confusion:mmvref"
+
+
+def _outcome(reps):
+    return [(r.op, r.status, r.examples, r.counterexample) for r in reps]
+
+
+def test_jobs_give_the_serial_results(tmp_path):
+    kw = dict(s=8, max_examples=30, seed=7, derandomize=False, policy="derived", db=None, report_dir=None, tier="default")
+    serial = run(FAULTY, OPS, progress=False, log=lambda *a: None, **kw)
+    spread = run_jobs(FAULTY, OPS, 2, call_timeout=None, log=lambda *a: None, **kw)
+    assert _outcome(spread) == _outcome(serial)
+    assert [r.status for r in serial] == ["fail", "fail", "pass"]
+
+
+def test_jobs_option(tmp_path, capsys):
+    assert main(["--backend", "mmvref", "--ops", "scan", "compress", "--max-examples", "10", "--jobs", "2", "--db",
+                 str(tmp_path), "--report", str(tmp_path / "rep")]) == 0
+    assert "compress" in (tmp_path / "rep" / "report.md").read_text()
+    assert main(["--backend", "mmvref", "--jobs", "0"]) == 2
+    assert main(["--backend", "mmvref", "--jobs", "2", "--time-budget", "5"]) == 2
+    capsys.readouterr()
+
+
+def test_time_budget_keeps_every_distinct_failure(tmp_path):
+    reps = campaign(FAULTY, OPS, 8.0, s=8, max_examples=20, derandomize=False, policy="derived",
+                    db=str(tmp_path / "db"), report_dir=str(tmp_path / "rep"), seed=3, log=lambda *a: None)
+    by = {r.op: r for r in reps}
+    assert by["scan"].status == "pass" and by["segmented_scan"].status == "fail"
+    assert by["segmented_scan"].extra["rounds"] >= 1
+    for op in ("segmented_scan", "segmented_sum"):
+        kept = by[op].extra["distinct_failures"]
+        assert kept and by[op].failures == len(kept)
+        assert len({k["message"] for k in kept}) == len(kept)
+        assert all(Path(k["replay_file"]).is_file() for k in kept)
+    assert by["scan"].examples > 20  # more than one round's worth
+
+
+def test_pytest_plugin_under_xdist_matches_serial(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+
+    def outcomes(*extra):
+        p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "-p", "no:cacheprovider",
+                            "--backend", FAULTY, "--conformance-profile", "ci", "--ops", *OPS, "-rA", "-q", *extra],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith(("PASSED", "FAILED"))]
+        return sorted(ln.split(" - ")[0] for ln in lines), p
+
+    serial, p1 = outcomes()
+    parallel, p2 = outcomes("-n", "2")
+    assert len(serial) == len(OPS), p1.stdout[-2000:]
+    assert parallel == serial, (p1.stdout[-1500:], p2.stdout[-1500:])
+    assert sum(s.startswith("FAILED") for s in serial) == 2
