@@ -211,15 +211,20 @@ def reference(op, args, kwargs, rdt):
     val = np.zeros((m, n))
     mag = np.zeros((m, n))
     cnt = np.zeros((m, n))
-    for i in range(m):  # the strategies' matrices are small: the terms of each C[i, j], then one exact sum
-        terms = {}
-        for t in range(ap[i], ap[i + 1]):
-            k = ai[t]
-            for u in range(bp[k], bp[k + 1]):  # duplicates in A or B: each its own term
-                terms.setdefault(int(bi[u]), []).append((adf[t], bdf[u]))
-        for j, pairs in terms.items():
-            a = np.array([p[0] for p in pairs])
-            b = np.ascontiguousarray(np.array([p[1] for p in pairs])[:, None])
-            v, mg, c = _csr_rows(np.array([0, len(pairs)], np.int64), np.arange(len(pairs), dtype=np.int64), a, b)
-            val[i, j], mag[i, j], cnt[i, j] = v[0, 0], mg[0, 0], c[0, 0]
+    # every product a_ik b_kj as a term (duplicates in A or B each their own), grouped by (i, j)
+    counts = bp[ai + 1] - bp[ai]
+    tot = int(counts.sum())
+    if tot == 0:
+        return Reference(val, mag, cnt)
+    rows = np.repeat(np.repeat(np.arange(m), np.diff(ap)), counts)
+    bidx = np.repeat(bp[ai], counts) + (np.arange(tot) - np.repeat(np.cumsum(counts) - counts, counts))
+    key = rows * max(n, 1) + bi[bidx]
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    cuts = np.flatnonzero(np.diff(key)) + 1
+    gptr = np.concatenate([[0], cuts, [tot]]).astype(np.int64)
+    v, mg, c = _csr_rows(gptr, np.arange(tot, dtype=np.int64), np.repeat(adf, counts)[order],
+                         np.ascontiguousarray(bdf[bidx][order][:, None]))
+    at = key[gptr[:-1]]
+    val.ravel()[at], mag.ravel()[at], cnt.ravel()[at] = v[:, 0], mg[:, 0], c[:, 0]
     return Reference(val, mag, cnt)

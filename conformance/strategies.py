@@ -231,6 +231,9 @@ def csr_matrices(draw, dtype, s, *, unsorted=True, duplicates=True, regimes=None
         lens[n_rows // 3: 2 * n_rows // 3] = 0
     elif kind == "one_long_row" and n_rows:
         lens[int(rng.integers(0, n_rows))] = int(lens.sum()) + s + 1
+    if regimes is not None and lens.sum() > regimes.max_n:  # at most max_n entries: the rows that fit
+        keep = int(np.searchsorted(np.cumsum(lens), regimes.max_n, side="right"))
+        lens, n_rows = lens[:keep], keep
     indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
     nnz = int(indptr[-1])
     order = draw(st.sampled_from(["sorted"] + (["unsorted"] if unsorted else [])

@@ -129,3 +129,20 @@ def test_declared_models():
         runner.error_model(Odd(), "scan")
     with pytest.raises(ValueError, match="error model"):
         compare.check("scan", (np.ones(2),), {}, np.ones(2), np.ones(2), model="vibes")
+
+
+def test_spgemm_reference_against_dense_integer_products():
+    """Integer-valued floats: every product and sum is exact in float64, so numpy's dense product
+    is an exact oracle; duplicates in A count as separate terms."""
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        m, k, n = (int(v) for v in rng.integers(0, 9, 3))
+        A = rng.integers(-9, 10, (m, k)) * (rng.random((m, k)) < 0.4)
+        B = rng.integers(-9, 10, (k, n)) * (rng.random((k, n)) < 0.4)
+        import scipy.sparse as sp
+
+        a, b = sp.csr_matrix(A.astype(np.float64)), sp.csr_matrix(B.astype(np.float64))
+        r = exact.reference("spgemm", ((a.indptr, a.indices, a.data, (m, k)), (b.indptr, b.indices, b.data, (k, n))),
+                            {}, np.float64)
+        assert np.array_equal(r.value.reshape(m, n), (A @ B).astype(np.float64))
+        assert np.array_equal(r.terms.reshape(m, n), (A != 0).astype(int) @ (B != 0).astype(int))
