@@ -11,6 +11,8 @@ import pytest
 from conformance.__main__ import main
 from conformance.casefile import CaseFileError, load_case, save_case
 
+pytestmark = pytest.mark.native_only  # the suite's own logic: not target-dependent
+
 
 def _case():
     csr = (np.array([0, 2, 3], np.int64), np.array([0, 2, 1], np.int32), np.array([1.5, -2.0, 3.0], np.float16),

@@ -13,6 +13,8 @@ from conformance import compare, exact, faults, runner
 from mmvref import golden
 from npu import MmvrefBackend, TorchEmulationBackend
 
+pytestmark = pytest.mark.native_only  # the suite's own logic: not target-dependent
+
 
 def _frac_sum(vals):
     return sum((Fraction(float(v)) for v in vals), Fraction(0))

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 from conformance import faults, regimes, runner, strategies
 from npu import MmvrefBackend
 
+pytestmark = pytest.mark.native_only  # the suite's own logic: not target-dependent
+
 
 def test_seam_lengths_and_row_lengths():
     r = regimes.Regimes(tiles=(8,), lanes=(16,), cores=(20,), row_buckets=(64,))

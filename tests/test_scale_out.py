@@ -59,7 +59,8 @@ def test_pytest_plugin_under_xdist_matches_serial(tmp_path):
 
     def outcomes(*extra):
         p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "-p", "no:cacheprovider",
-                            "--backend", FAULTY, "--conformance-profile", "ci", "--ops", *OPS, "-rA", "-q", *extra],
+                            "--backend", FAULTY, "--conformance-profile", "ci", "--max-examples", "15", "--ops", *OPS,
+                            "-rA", "-q", *extra],
                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900)
         lines = [ln for ln in p.stdout.splitlines() if ln.startswith(("PASSED", "FAILED"))]
         return sorted(ln.split(" - ")[0] for ln in lines), p
