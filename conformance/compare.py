@@ -67,12 +67,18 @@ against the exact reference (e = exact_i) with thresholds by the OUTPUT dtype:
   "torch_testing"       torch.testing.assert_close's defaults for the result
                         dtype (fp32: rtol 1.3e-6, atol 1e-5; fp64: 1e-7, 1e-7)
 
-These are fixed thresholds, meant for data of moderate range: on the suite's
-adversarial inputs (values near the dtype's limits, cancellation, long float32
-sums) they reject correct float implementations, the exact one-rounding-per-add
-kind included (a float32 sum of 2,000 values of magnitude 100 is off by more
-than torch_testing's atol). The derived policy is the one that holds for every
-input.
+These are fixed thresholds. On arbitrary data they judge the summation
+algorithm's rounding, not the backend: a correct float32 scan of [1, 1.06e37,
+-1.06e37] returns 0 where 1 is exact, a float32 sum of 2,000 values of magnitude
+100 is off by more than torch_testing's atol, and a correct prefix-difference
+kernel loses a short segment after a long one. So a named policy has a domain:
+under it the runner draws the float sums' values from ``strategies.
+exactly_summable`` (integers of b bits times a power of two, b so small that
+every partial sum, global prefixes included, and every product is exact in the
+result and input dtypes). There every correct algorithm returns the exact value
+and the policy's threshold measures what the backend loses beyond (rounded
+results, dropped terms, lost carries). The derived policy is the one that holds
+for every input, and the default.
 """
 from __future__ import annotations
 
@@ -93,6 +99,8 @@ ERROR_MODELS = {
               "(speculative prefix differences, as the golden model)",
 }
 
+_DOMAIN = ("; float sums on exactly summable inputs (b-bit integers times 2^e, every partial sum and product "
+           "exact in the result dtype: conformance.strategies.exactly_summable)")
 #: policy -> the float tolerance it applies, and its source (reports print these; integers and
 #: value-moving ops are exact under every policy)
 TOLERANCES = {
@@ -100,11 +108,12 @@ TOLERANCES = {
                "the backend's declared error model: sequential: gamma_(k_i + 1024) sum|own terms|; prefix "
                "(default): 2 (n + 2s) u A_i, A_i the global prefix magnitude (Higham Thm 4.3; "
                "conformance/compare.py)",
-    "double_thousandths": "|a - exact| <= 1e-3 + 1e-3 |exact| for all but 0.1% of the outputs (Ascend's rule)",
+    "double_thousandths": "|a - exact| <= 1e-3 + 1e-3 |exact| for all but 0.1% of the outputs (Ascend's rule)"
+                          + _DOMAIN,
     "mere_mare": "relative to the exact value: mean <= T, max <= 10 T; T = 2^-10 fp16, 2^-13 fp32, 2^-20 fp64 "
-                 "outputs (CANN)",
+                 "outputs (CANN)" + _DOMAIN,
     "torch_testing": "|a - exact| <= atol + rtol |exact|: fp32 1e-5 + 1.3e-6 |e|, fp64 1e-7 + 1e-7 |e| "
-                     "(torch.testing.assert_close defaults for the output dtype)",
+                     "(torch.testing.assert_close defaults for the output dtype)" + _DOMAIN,
 }
 MOVES_VALUES = ("compress", "split", "split_ind", "radix_sort", "argsort", "topk")
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 __all__ = [
     "INT_DTYPES", "FLOAT_DTYPES", "VALUE_DTYPES", "edge_values", "lengths", "values", "flags",
-    "offsets", "csr_matrices", "op_inputs", "STRATEGIES",
+    "offsets", "csr_matrices", "op_inputs", "STRATEGIES", "DOMAINS", "exactly_summable",
 ]
 
 INT_DTYPES = ("int8", "int16", "int32", "int64")
@@ -329,11 +329,16 @@ def _spgemm(draw, s, dtypes=None, regimes=None):  # the dense oracle keeps these
     m, n, p = (draw(st.integers(0, 2 * s)) for _ in range(3))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
 
+    # dimensions reach 2s (the tile seams), but the density falls so that about 2^15 products at most
+    # are expected: the golden ESC sorts every product with the golden radix sort (MMV-RAM vector adds,
+    # row by row), which took minutes per example at s = 128 with 30% density
+    density = min(0.3, float(np.sqrt(2.0**15 / max(m * n * p, 1))))
+
     def one(r, c):
         kind = draw(st.sampled_from(["random", "empty", "diagonal"]))
         d = np.zeros((r, c), np.int64)
         if kind == "random":
-            d = rng.integers(-9, 10, (r, c)) * (rng.random((r, c)) < 0.3)
+            d = rng.integers(-9, 10, (r, c)) * (rng.random((r, c)) < density)
         elif kind == "diagonal":
             np.fill_diagonal(d, rng.integers(1, 9, min(r, c)))
         M = sps.csr_matrix(d.astype(dt), shape=(r, c))
@@ -456,12 +461,83 @@ EXAMPLES = {
 }
 
 
-def op_inputs(op: str, s: int = 8, dtypes=None, regimes=None):
+# ----------------------------------------------------------------------------- value domains
+
+#: value domains of the float sums: "any" (the strategies above: cancellation, huge and tiny values,
+#: long sums) or "exact" (``exactly_summable``: the named policies' domain, see conformance.compare)
+DOMAINS = ("any", "exact")
+#: ops whose float results are sums, and where their summed arrays sit in ``(args, kwargs)``
+_SUMMED = {"scan": "x", "batched_scan": "x", "segmented_scan": "x", "segmented_sum": "x",
+           "segment_sum_csr": "x", "spmv": "products", "spmm": "products"}
+
+
+def _quantize(x, b):
+    """``x`` as integers of at most ``b`` bits keeping its pattern: zeros stay zero, signs stay,
+    magnitudes map monotonically onto 1 .. 2^b - 1 (the largest |x| to 2^b - 1)."""
+    x = np.asarray(x, np.float64)
+    top = float(np.max(np.abs(x))) if x.size else 0.0
+    if top == 0.0:
+        return np.zeros(x.shape)
+    return np.sign(x) * np.maximum(1.0, np.ceil(np.abs(x) / top * (2**b - 1))) * (x != 0)
+
+
+def _bits(terms, out_digits, in_digits, products):
+    """The largest b (at least 1) with terms * (2^b - 1)^(1 or 2) <= 2^out_digits, and b-bit values (their
+    products too) exact in the input dtype."""
+    b = 1
+    while True:
+        m = (2 ** (b + 1) - 1) ** (2 if products else 1)
+        if terms * m > 2**out_digits or m > 2**in_digits or b + 1 > in_digits:
+            return b
+        b += 1
+
+
+def exactly_summable(op, case, e):
+    """``case`` = (args, kwargs) of ``op`` with its summed float values replaced by integers times
+    2^``e`` so small that every partial sum (any order, any grouping, global prefixes included) and
+    every product is exact in the result dtype and the input dtype: then every correct algorithm
+    returns the exact value, and a fixed-threshold policy judges the backend, not its rounding.
+    b-bit integers with n * (2^b - 1) <= 2^p (p the result's significand digits; products: squared),
+    from the drawn values by ``_quantize`` (zeros, signs and the fill pattern kept, so shrinking still
+    ends at small inputs). Other ops and integer dtypes: ``case`` unchanged."""
+    from mmvref import registry
+
+    result_dtype = registry.get(op).result_dtype
+    where = _SUMMED.get(op)
+    args, kwargs = case
+    if where is None:
+        return case
+    if where == "x":
+        x = args[0]
+        if x.dtype.kind != "f":
+            return case
+        p = np.finfo(result_dtype(x.dtype)).nmant + 1
+        b = _bits(max(x.size, 1), p, np.finfo(x.dtype).nmant + 1, False)
+        return (np.ldexp(_quantize(x, b), e).astype(x.dtype),) + tuple(args[1:]), kwargs
+    (indptr, indices, data, shape), other = args
+    if data.dtype.kind != "f":
+        return case
+    k = other.shape[1] if other.ndim == 2 else 1
+    p = np.finfo(result_dtype(data.dtype)).nmant + 1
+    b = _bits(max(data.size * k, 1), p, np.finfo(data.dtype).nmant + 1, True)
+    # the two factors' scales add: 2^e split between them keeps both in range
+    data = np.ldexp(_quantize(data, b), e // 2).astype(data.dtype)
+    other = np.ldexp(_quantize(other, b), e - e // 2).astype(other.dtype)
+    return ((indptr, indices, data, shape), other), kwargs
+
+
+def op_inputs(op: str, s: int = 8, dtypes=None, regimes=None, domain="any"):
     """The strategy of ``(args, kwargs)`` for registry op ``op`` with tile size
     ``s``, values of ``dtypes`` only (names; None: every dtype the op takes),
-    and with ``regimes`` (``conformance.regimes.Regimes``) the backend's
-    kernel-scale seams at its tier's weights (None: small inputs only)."""
+    with ``regimes`` (``conformance.regimes.Regimes``) the backend's
+    kernel-scale seams at its tier's weights (None: small inputs only), and
+    float sums from ``domain`` (``DOMAINS``)."""
+    if domain not in DOMAINS:
+        raise ValueError(f"domain must be one of {DOMAINS}, got {domain!r}")
     try:
-        return STRATEGIES[op](s, dtypes, regimes)
+        strategy = STRATEGIES[op](s, dtypes, regimes)
     except KeyError:
         raise KeyError(f"no strategy for op {op!r}; known: {', '.join(STRATEGIES)}") from None
+    if domain == "exact" and op in _SUMMED:  # scale 2^e: values from 2^-8 to 2^(b+4)
+        strategy = st.tuples(strategy, st.integers(-8, 4)).map(lambda t: exactly_summable(op, *t))
+    return strategy

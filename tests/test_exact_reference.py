@@ -148,3 +148,77 @@ def test_spgemm_reference_against_dense_integer_products():
                             {}, np.float64)
         assert np.array_equal(r.value.reshape(m, n), (A @ B).astype(np.float64))
         assert np.array_equal(r.terms.reshape(m, n), (A != 0).astype(int) @ (B != 0).astype(int))
+
+
+# ----------------------------------------------------------------------------- the named policies' domain
+
+def _exact_prefixes(vals):
+    """Every prefix sum as a Fraction (the oracle: no rounding anywhere)."""
+    out, acc = [], Fraction(0)
+    for v in vals:
+        acc += Fraction(float(v))
+        out.append(acc)
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data(), st.sampled_from(["scan", "segmented_sum", "segment_sum_csr", "batched_scan"]))
+def test_exactly_summable_sums_are_exact_in_any_order(data, op):
+    """Under a named policy the float sums come from strategies.exactly_summable: every prefix, forward
+    and backward, summed in the result dtype equals the exact one (so any order or grouping does)."""
+    from conformance import strategies
+    from mmvref import registry
+
+    args, _ = data.draw(strategies.op_inputs(op, 8, ("float16", "float32", "float64"), None, "exact"))
+    x = np.asarray(args[0]).ravel()
+    out = registry.get(op).result_dtype(x.dtype).type
+    for order in (x, x[::-1]):
+        acc = out(0)
+        for v, q in zip(order, _exact_prefixes(order)):
+            acc = out(acc + out(v))
+            assert Fraction(float(acc)) == q
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data(), st.sampled_from(["spmv", "spmm"]))
+def test_exactly_summable_products_are_exact(data, op):
+    from conformance import strategies
+    from mmvref import registry
+
+    ((indptr, indices, a, shape), other), _ = data.draw(
+        strategies.op_inputs(op, 8, ("float16", "float32", "float64"), None, "exact"))
+    out = registry.get(op).result_dtype(a.dtype).type
+    d = other.reshape(shape[1], -1)
+    prods = [a[k] * d[indices[k], j] for j in range(d.shape[1]) for k in range(a.size)]  # input-dtype products
+    assert all(Fraction(float(p)) == Fraction(float(a[k])) * Fraction(float(d[indices[k], j]))
+               for p, (j, k) in zip(prods, [(j, k) for j in range(d.shape[1]) for k in range(a.size)]))
+    acc = out(0)  # the global prefix over every column (the golden model's order) stays exact
+    for p, q in zip(prods, _exact_prefixes(prods)):
+        acc = out(acc + out(p))
+        assert Fraction(float(acc)) == q
+
+
+def test_exactly_summable_keeps_zeros_signs_and_leaves_other_ops_alone():
+    from conformance import strategies
+
+    x = np.array([0.0, -3e30, 1e-30, 2.5, -0.0], np.float32)
+    (q,), _ = strategies.exactly_summable("scan", ((x,), {}), 0)
+    assert q.dtype == np.float32
+    assert list(np.sign(q)) == [0, -1, 1, 1, 0] and np.all(q == np.round(q))
+    case = ((x, np.ones(5, np.uint8)), {})
+    assert strategies.exactly_summable("compress", case, 3) is case
+    i = (np.arange(4, dtype=np.int32),)
+    assert strategies.exactly_summable("scan", (i, {}), 3)[0][0] is i[0]
+    with pytest.raises(ValueError, match="domain"):
+        strategies.op_inputs("scan", 8, None, None, "moderate")
+
+
+@pytest.mark.parametrize("policy", ["double_thousandths", "mere_mare", "torch_testing"])
+def test_named_policies_pass_a_correct_backend_and_reject_a_faulty_one(policy, tmp_path):
+    """On their domain the named policies pass mmvref and still catch a kernel that loses precision
+    (fp16 results stored through fp16)."""
+    kw = dict(s=4, max_examples=40, policy=policy, seed=3, db=None, failures_dir=tmp_path, explicit=False)
+    assert runner.run_op(MmvrefBackend(), "mmvref", "segmented_scan", **kw).status == "pass"
+    assert runner.run_op(MmvrefBackend(), "mmvref", "spmv", **kw).status == "pass"
+    bad = faults.FaultyBackend(MmvrefBackend(), "fp16_result_rounding")
+    assert runner.run_op(bad, "faulty", "segmented_scan", dtypes=("float16",), **kw).status == "fail"
