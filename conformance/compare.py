@@ -284,7 +284,7 @@ def check(op, args, kwargs, expected, actual, *, s=8, policy="derived", model="p
         bound = atol + rtol * np.abs(ef)
         bad = np.flatnonzero(~(err <= bound))
     if stats is not None and err.size:
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             ratio = np.where(err == 0, 0.0, err / bound)
         stats["margin"] = max(stats["margin"], float(np.nanmax(np.where(np.isnan(ratio), np.inf, ratio))))
     if bad.size:

@@ -277,12 +277,7 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
     # a named policy judges float sums on its domain of exactly summable values (compare's docstring)
     domain = "any" if policy == "derived" else "exact"
 
-    @settings(max_examples=max_examples, deadline=None, derandomize=derand,
-              database=DirectoryBasedExampleDatabase(str(Path(db) / backend_name)) if db and not derand else None,
-              suppress_health_check=list(HealthCheck), print_blob=False, report_multiple_bugs=False,
-              phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink])
-    @given(strategies.op_inputs(op, s, dtypes, regimes.for_backend(backend, s, tier) if tier else None, domain))
-    def prop(case):
+    def check(case):
         args, kwargs = case
         t = counts(args)
         shrinking = bool(last)  # after the first failure Hypothesis only shrinks it
@@ -317,13 +312,45 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
             last.update(args=args, kwargs=kwargs, msg=msg)
             raise AssertionError(msg)
 
-    for case in strategies.EXAMPLES.get(op, ()) if explicit else ():
-        prop = example(case)(prop)
-    if seed is not None:
-        prop = hyp_seed(seed)(prop)
+    def passes():
+        """(strategy, examples, database subfolder, explicit cases) per pass: with a tier, the small
+        lengths and then the kernel-scale ones (``regimes`` module docstring), each its share of the
+        budget; without, one pass of small inputs."""
+        if not tier:
+            return [(strategies.op_inputs(op, s, dtypes, None, domain), max_examples, "", True)]
+        w_small = regimes.TIERS[tier][0][0]
+        n_small = max(1, round(max_examples * w_small / 100)) if max_examples > 1 else max_examples
+        out = [(strategies.op_inputs(op, s, dtypes, regimes.for_backend(backend, s, tier, ("small",)), domain),
+                n_small, "", True)]
+        if max_examples - n_small > 0:
+            kernel = regimes.for_backend(backend, s, tier, ("medium", "large"))
+            out.append((strategies.op_inputs(op, s, dtypes, kernel, domain), max_examples - n_small, "kernel",
+                        False))
+        return out
+
+    def run_pass(strategy, n, sub, with_explicit):
+        database = None
+        if db and not derand:
+            database = DirectoryBasedExampleDatabase(str(Path(db) / backend_name / sub) if sub else
+                                                     str(Path(db) / backend_name))
+        prop = settings(max_examples=n, deadline=None, derandomize=derand, database=database,
+                        suppress_health_check=list(HealthCheck), print_blob=False, report_multiple_bugs=False,
+                        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink])(given(strategy)(check))
+        for case in strategies.EXAMPLES.get(op, ()) if explicit and with_explicit else ():
+            prop = example(case)(prop)
+        if seed is not None:
+            prop = hyp_seed(seed)(prop)
+        prop()
+
     t0 = time.perf_counter()
     try:
-        prop()
+        for i, (strategy, n, sub, with_explicit) in enumerate(passes()):
+            try:
+                run_pass(strategy, n, sub, with_explicit)
+            except Unsatisfiable:
+                if i == 0 or count[0] == 0:
+                    raise
+                # the backend declined every kernel-scale input: the report's rejected count shows it
     except (AssertionError, _Stop):
         pass
     except Unsatisfiable:

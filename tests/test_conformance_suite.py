@@ -244,10 +244,9 @@ def test_mutation_score_says_na_for_faults_on_ops_the_backend_lacks(capsys):
                           max_examples=20, seed=None, derandomize=True)
     by = {name: caught for name, caught, _, _ in rows}
     scan_faults = [f.name for f in faults.FAULTS.values() if "scan" in f.ops]
-    # judged, or N/A only where no drawn input made the fault change a result (a kernel-scale seam at
-    # s = 4 in 20 examples), never MISSED
-    assert scan_faults and all(by[n] is not False for n in scan_faults), by
-    assert sum(by[n] is True for n in scan_faults) >= len(scan_faults) - 3, by
+    # nearly all detected in 20 examples at s = 4; a kernel-scale one may be N/A (no drawn input made it
+    # change a result) or MISSED (it changed a float result by less than the tolerance)
+    assert scan_faults and sum(by[n] is True for n in scan_faults) >= len(scan_faults) - 3, by
     others = [f.name for f in faults.FAULTS.values() if "scan" not in f.ops]
     assert others and all(by[n] is None for n in others), by  # N/A, never MISSED
     out = capsys.readouterr().out
