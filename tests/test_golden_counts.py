@@ -36,6 +36,8 @@ import pytest
 
 from mmvref import golden, mmv
 
+pytestmark = pytest.mark.native_only  # the golden model / stand-in: no kernel chosen by the compile target
+
 S_VALUES = [2, 3, 4, 5, 8, 16, 128]
 
 

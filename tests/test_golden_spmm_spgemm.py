@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from mmvref import golden
 
+pytestmark = pytest.mark.native_only  # the golden model / stand-in: no kernel chosen by the compile target
+
 
 @st.composite
 def csr(draw, dtype, max_rows=12, max_cols=12, long_row=False):
