@@ -61,6 +61,8 @@ def lengths(s: int, *, multi_core: bool = True, regimes=None, cap=None):
     from .regimes import MEDIUM_MAX
 
     top = min(regimes.max_n, cap) if cap else regimes.max_n
+    if cap:  # the small tier too: at a backend's s = 128, 3 s^2 and 20 s^2 are far above a sort's cap
+        small = small.map(lambda n: min(n, cap))
     seams = [p for p in regimes.seam_lengths() if p <= top]
     medium = [p for p in seams if 20 * s * s < p <= MEDIUM_MAX]
     large = [p for p in seams if p > MEDIUM_MAX]
