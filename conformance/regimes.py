@@ -36,6 +36,11 @@ MEDIUM_MAX = 1 << 16
 CLASSES = ("small", "medium", "large")
 
 
+def share(tier, classes):
+    """Percent of a ``tier``'s examples drawn from the length ``classes`` (its TIERS weights)."""
+    return sum(w for c, w in zip(CLASSES, TIERS[tier][0]) if c in classes)
+
+
 @dataclass(frozen=True)
 class Regimes:
     tiles: tuple = (8,)
@@ -67,7 +72,7 @@ class Regimes:
     @property
     def weights(self):
         """Weights of the small / medium / large lengths in percent (0 for a class not drawn)."""
-        return tuple(w if c in self.classes else 0 for c, w in zip(CLASSES, TIERS[self.tier][0]))
+        return tuple(share(self.tier, (c,)) if c in self.classes else 0 for c in CLASSES)
 
     def seam_lengths(self):
         """Sorted seam lengths up to max_n (see the module docstring)."""

@@ -318,8 +318,8 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
         budget; without, one pass of small inputs."""
         if not tier:
             return [(strategies.op_inputs(op, s, dtypes, None, domain), max_examples, "", True)]
-        w_small = regimes.TIERS[tier][0][0]
-        n_small = max(1, round(max_examples * w_small / 100)) if max_examples > 1 else max_examples
+        n_small = (max(1, round(max_examples * regimes.share(tier, ("small",)) / 100)) if max_examples > 1
+                   else max_examples)
         out = [(strategies.op_inputs(op, s, dtypes, regimes.for_backend(backend, s, tier, ("small",)), domain),
                 n_small, "", True)]
         if max_examples - n_small > 0:

@@ -292,13 +292,17 @@ def leq(x, y):
 def add(x, y):
     """ADD (Table A.2 row 5): z(i) = x(i) + y(i); y may be a scalar (broadcast add)."""
     x = np.asarray(x)
-    return _vcu("add", len(x), np.add(x, y, dtype=x.dtype))
+    with np.errstate(over="ignore", invalid="ignore"):  # as the unit gives them: ints wrap, floats reach inf/nan
+        z = np.add(x, y, dtype=x.dtype)
+    return _vcu("add", len(x), z)
 
 
 def sub(x, y):
     """SUB (Table A.2 row 5): z(i) = x(i) - y(i); y may be a scalar."""
     x = np.asarray(x)
-    return _vcu("sub", len(x), np.subtract(x, y, dtype=x.dtype))
+    with np.errstate(over="ignore", invalid="ignore"):  # as the unit gives them: ints wrap, floats reach inf/nan
+        z = np.subtract(x, y, dtype=x.dtype)
+    return _vcu("sub", len(x), z)
 
 
 def mul(x, y):
@@ -308,7 +312,9 @@ def mul(x, y):
     Cor. 4.5 (``golden.int_mult`` / ``golden.mult``) build it from a scan instead.
     """
     x = np.asarray(x)
-    return _vcu("mul", len(x), np.multiply(x, y, dtype=x.dtype))
+    with np.errstate(over="ignore", invalid="ignore"):  # as the unit gives them: ints wrap, floats reach inf/nan
+        z = np.multiply(x, y, dtype=x.dtype)
+    return _vcu("mul", len(x), z)
 
 
 def fills(x, s):

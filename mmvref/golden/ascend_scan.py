@@ -124,8 +124,9 @@ def complete_rows(y, r, s, cores):
     y = np.array(y, copy=True)
     for i, (lo, hi) in enumerate(_blocks(len(y), s, cores)):  # parfor, after SyncAll
         partial = y.dtype.type(0)
-        for j in range(i):
-            partial = partial + r[j]
+        with np.errstate(over="ignore"):  # integers wrap as the kernel's int32 adds do
+            for j in range(i):
+                partial = partial + r[j]
         y[lo:hi], _ = propagate(y[lo:hi], s, partial)
     return y
 
