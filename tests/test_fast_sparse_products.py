@@ -207,6 +207,7 @@ def _fixed(draw, dtype, m, n):
     return indptr, indices.astype(draw(st.sampled_from([np.int32, np.int64]))), data.astype(dtype), (m, n)
 
 
+@pytest.mark.native_only  # SpGEMM kernels: one portable path, plain loops (no target-specific code)
 @given(data=st.data(), dtype=st.sampled_from(["int8", "int32", "int64", "float32", "float64"]),
        workspace=st.sampled_from(["auto", "dense", "sparse"]), staging=st.booleans())
 def test_spgemm_equals_oracle(data, dtype, workspace, staging):
@@ -228,6 +229,7 @@ def _staging(limit):
         sparse_products.STAGING_MAX_BYTES = old
 
 
+@pytest.mark.native_only  # SpGEMM kernels: one portable path, plain loops (no target-specific code)
 def test_spgemm_row_paths_all_taken_and_equal():
     """A row of > RANK_MAX products whose columns are spread over 2**20 (sorted
     in place), one dense enough for the bitmap scan, and short rows, through

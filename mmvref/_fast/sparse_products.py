@@ -151,6 +151,17 @@ def _validate(indptr, indices, data, ncols, name):
         raise_invalid(indptr, indices, data, ncols, name)
 
 
+def _one_index_dtype(*arrays):
+    """The four index arrays of an SpGEMM in one dtype: int32 when all are, int64 when all are int32 or
+    int64 (a widening copy of the int32 ones). Every kernel then compiles for 2 index dtypes instead of
+    up to 16 combinations (a user's first call, and the tests, compile far less); the copy is one pass over
+    the input indices, small beside the products. Other mixes (unsigned) are left as given."""
+    kinds = {a.dtype for a in arrays}
+    if kinds <= {np.dtype(np.int32)} or not kinds <= {np.dtype(np.int32), np.dtype(np.int64)}:
+        return arrays
+    return tuple(np.ascontiguousarray(a, dtype=np.int64) for a in arrays)
+
+
 @guarded
 def spgemm(A, B, *, workspace="auto", overflow="raise"):
     """C = A B for CSR A (m x n) and B (n x p).
@@ -175,6 +186,7 @@ def spgemm(A, B, *, workspace="auto", overflow="raise"):
     bp, bi, bd, (n2, p) = _operand(B, "B")
     if n != n2:
         raise ValueError(f"shapes {(m, n)} and {(n2, p)} do not multiply")
+    ap, ai, bp, bi = _one_index_dtype(ap, ai, bp, bi)
     _validate(ap, ai, ad, n, "A")
     _validate(bp, bi, bd, p, "B")
     dt = np.result_type(ad.dtype, bd.dtype)
