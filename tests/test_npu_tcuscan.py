@@ -91,8 +91,8 @@ def test_refusals_name_the_kernel():
         b.compress(np.ones(4, np.float32), np.ones(4, np.uint8))
     with pytest.raises(NotImplementedError, match="ascending"):
         b.radix_sort(np.ones(4, np.int16), descending=True)
-    with pytest.raises(ValueError, match="32, 64 or 128"):
-        npu.TcuscanBackend(module=fake_tcuscan_ops(), device="cpu", s=16)
+    with pytest.raises(ValueError, match="16, 32, 64 or 128"):
+        npu.TcuscanBackend(module=fake_tcuscan_ops(), device="cpu", s=8)
 
 
 def test_topk_pads_to_whole_tiles_and_keeps_real_positions():

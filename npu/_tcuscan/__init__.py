@@ -1,0 +1,20 @@
+"""TcuscanBackend: the authors' AscendC kernels (``tcuscan_ops``) behind the
+backend protocol, one mixin per kernel family (the layout of ``npu._standin``).
+
+The class docstring lists what each method wraps and what is not wrapped."""
+from __future__ import annotations
+
+from ._base import VARIANTS, TcuscanBase
+from .elementwise import ElementwiseMixin
+from .moves import MovesMixin
+from .scans import ScansMixin
+from .segments import SegmentsMixin
+from .sort_select import SortSelectMixin
+from .sparse import SparseMixin
+
+__all__ = ["TcuscanBackend", "VARIANTS"]
+
+
+class TcuscanBackend(ScansMixin, SegmentsMixin, MovesMixin, SortSelectMixin, SparseMixin, ElementwiseMixin,
+                     TcuscanBase):
+    __doc__ = TcuscanBase.__doc__
