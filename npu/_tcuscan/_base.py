@@ -114,13 +114,23 @@ class TcuscanBase:
             raise TypeError(f"{kernel} mishandles {x.dtype} input (it takes {', '.join(accepted)}); "
                             "use another backend for this dtype")
 
-    def dtypes(self, op):
-        """Value dtypes this backend accepts for ``op`` (the conformance suite draws only these)."""
+    def _family_table(self, attr, op):
+        """``op``'s entry in the family mixins' table ``attr`` (OP_DTYPES, OP_VARIANTS), or None."""
         for klass in type(self).__mro__:
-            table = vars(klass).get("OP_DTYPES")
+            table = vars(klass).get(attr)
             if table and op in table:
                 return table[op]
         return None
+
+    def dtypes(self, op):
+        """Value dtypes this backend accepts for ``op`` in every variant (the conformance suite draws
+        only these)."""
+        return self._family_table("OP_DTYPES", op)
+
+    def variants(self, op):
+        """The kernel variants ``op`` can run (its ``variant=`` values; the conformance suite checks
+        each), or () when one kernel computes it."""
+        return tuple(self._family_table("OP_VARIANTS", op) or ())
 
     @staticmethod
     def _flags_i8(f, n, name):

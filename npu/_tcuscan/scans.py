@@ -19,6 +19,8 @@ class ScansMixin:
         "stage:complete_rows": ("int8", "float32"),
         "stage:reduce_tiles": ("int8", "float16"),
     }
+    #: op -> the kernel variants its ``variant=`` picks (the conformance suite checks each)
+    OP_VARIANTS = {"scan": VARIANTS}
 
     def scan(self, x, *, exclusive=False, variant=None):
         """Inclusive (or exclusive: shifted right, zero first) scan; ``variant``

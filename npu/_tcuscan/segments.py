@@ -17,6 +17,8 @@ class SegmentsMixin:
         "segmented_sum": _F16,
         "segment_sum_csr": ("int8", "float16"),
     }
+    #: op -> the kernel variants its ``variant=`` picks (the conformance suite checks each)
+    OP_VARIANTS = {"segment_sum_csr": VARIANTS}
 
     def segmented_scan(self, x, flags, *, exclusive=False):
         """run_seg_scan (fp16 values, int8 START flags, fp32 out)."""
