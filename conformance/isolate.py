@@ -62,7 +62,8 @@ def _worker(conn, name, s):
 
         backend = _resolve(name, s)
         names = set(REGISTRY) | {n.split(":", 1)[1] for n in all_op_names() if n.startswith("stage:")}
-        ops = sorted(n for n in names if n not in ("dtypes", "error_model", "regimes") and has_op(backend, n))
+        ops = sorted(n for n in names if n not in ("dtypes", "error_model", "regimes", "variants")
+                     and has_op(backend, n))
         attrs = {}
         for a in _ATTRS:
             v = getattr(backend, a, None)
@@ -87,7 +88,9 @@ def _worker(conn, name, s):
                 except Exception:  # noqa: BLE001 - none declared for this op
                     models[op] = None
         regimes = backend.regimes() if has_op(backend, "regimes") else None
-        conn.send(("ready", {"ops": ops, "attrs": attrs, "dtypes": dtypes, "models": models, "regimes": regimes}))
+        variants = ({op: tuple(backend.variants(op)) for op in ops} if has_op(backend, "variants") else None)
+        conn.send(("ready", {"ops": ops, "attrs": attrs, "dtypes": dtypes, "models": models, "regimes": regimes,
+                             "variants": variants}))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
         conn.send(("failed", _portable(exc)))
         return
@@ -146,6 +149,9 @@ class IsolatedBackend:
         if info["regimes"] is not None:
             declared = dict(info["regimes"])
             self.regimes = lambda: declared
+        if info.get("variants") is not None:
+            declared_variants = dict(info["variants"])
+            self.variants = lambda op: declared_variants.get(op, ())
         self._models = info["models"]
         if self._models is not None:
             self.error_model = self._declared_model

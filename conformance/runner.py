@@ -9,7 +9,8 @@ counterexample, saved as data (``failures/<backend>-<op>.npz``, ``casefile.py``;
 on the next run.
 
 A backend may declare ``dtypes(op)`` (the value dtypes it accepts; only
-those are drawn) and may raise NotImplementedError for an input it declares
+those are drawn), ``variants(op)`` (several kernels computing the op: every
+example is checked under each, called with ``variant=``) and may raise NotImplementedError for an input it declares
 outside its support (the example is discarded, not failed).
 
 A backend whose top-k keeps a kernel-defined choice among equal values
@@ -132,8 +133,26 @@ def one_example(backend, op, args, kwargs, *, s, policy="derived", stats=None):
     msg = bounds.check_magnitude(op, args, s, counter)
     if msg:
         return msg
+    for variant in variants_of(backend, op):
+        call_kwargs = dict(kwargs) if variant is None else {**kwargs, "variant": variant}
+        msg = _one_call(backend, op, args, kwargs, call_kwargs, expected, overflows, contract, s, policy, stats)
+        if msg:
+            return msg if variant is None else f"variant={variant!r}: {msg}"
+    return None
+
+
+def variants_of(backend, op):
+    """The kernel variants the suite checks ``op`` under: every one the backend declares
+    (``backend.variants(op)``, each called with ``variant=``), or the backend's one way (None)."""
+    declared = tuple(backend.variants(op)) if _has(backend, "variants") else ()
+    return declared or (None,)
+
+
+def _one_call(backend, op, args, kwargs, call_kwargs, expected, overflows, contract, s, policy, stats):
+    """None when ``backend.op(*args, **call_kwargs)`` conforms (``kwargs``: the op's own, as the golden
+    model took them), else a message."""
     try:
-        actual = getattr(backend, op)(*args, **kwargs)
+        actual = getattr(backend, op)(*args, **call_kwargs)
         if op == "spgemm":
             actual = _dense_csr(actual)
     except NotImplementedError:

@@ -430,3 +430,34 @@ def test_reports_count_examples_rejected_and_shrink_calls_apart_per_dtype(tmp_pa
     md = report.to_markdown([rep], backend="faulty", profile="default", seconds=1.0)
     assert "| scan | all | fail |" in md and any(f"| scan | {d} |" in md for d in rep.by_dtype)
     assert "shrink calls" in report.to_junit([rep], backend="faulty", seconds=1.0)
+
+
+class _TwoScanKernels:
+    """A backend with two scan kernels behind ``variant=``; "fast" is wrong where a tile of 4 ends."""
+
+    def variants(self, op):
+        return ("exact", "fast") if op == "scan" else ()
+
+    def scan(self, x, *, exclusive=False, variant="exact"):
+        import mmvref
+
+        z = mmvref.scan(x, exclusive=exclusive)
+        if variant == "fast" and len(z) > 4:
+            z = z.copy()
+            z[4] += 1
+        return z
+
+
+def test_every_declared_variant_is_checked():
+    """A bug in one kernel variant fails the op, the message naming the variant; a backend whose
+    variants all agree passes; without ``variants`` the method is called without ``variant=``."""
+    rep = runner.run_op(_TwoScanKernels(), "two-kernels", "scan", s=4, max_examples=30, db=None,
+                        derandomize=True)
+    assert rep.status == "fail" and "variant='fast'" in rep.message, rep.message
+
+    class Honest(_TwoScanKernels):
+        def variants(self, op):
+            return ("exact",) if op == "scan" else ()
+
+    assert runner.run_op(Honest(), "honest", "scan", s=4, max_examples=30, db=None, derandomize=True).status == "pass"
+    assert runner.variants_of(ScanOnly(), "scan") == (None,)

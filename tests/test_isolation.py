@@ -96,6 +96,9 @@ def test_killed_run_leaves_an_incomplete_report(tmp_path):
 class _Raises:
     """Module-level (the worker imports it by name): errors of the backend keep their types."""
 
+    def variants(self, op):
+        return ("a", "b") if op == "scan" else ()
+
     def scan(self, x, **kw):
         if len(x) == 1:
             raise NotImplementedError("one element is outside this kernel")
@@ -122,6 +125,7 @@ def test_isolated_backend_keeps_exception_types_and_results(monkeypatch):
     try:
         assert runner._has(b, "scan") and runner._has(b, "topk") and not runner._has(b, "spmv")
         assert not runner._has(b, "dtypes")
+        assert b.variants("scan") == ("a", "b") and b.variants("topk") == ()  # declared variants pass through
         with pytest.raises(NotImplementedError, match="outside this kernel"):
             b.scan(np.ones(1))
         with pytest.raises(OverflowError, match="too big"):
