@@ -38,7 +38,7 @@ def required(op, args, s):
             return None
         return spec.bound(len(data), s, _max_abs(data), _max_abs(x))
     x = np.asarray(args[0])
-    if x.dtype.kind == "f" or op not in ARITHMETIC_OPS + ("compress",):
+    if x.dtype.kind == "f" or op not in ARITHMETIC_OPS + ("compress", "compress_ind"):
         return None
     n = x.shape[-1] if x.ndim == 2 else x.size
     return spec.bound(n, s, _max_abs(x))

@@ -1,6 +1,6 @@
 """Comparators: does a backend's result conform?
 
-Integers (and every op that only moves values: compress, split, sorts, top-k):
+Integers (and every op that only moves values: compress(_ind), split, sorts, top-k):
 the golden result, exact, dtype and shape included; moved floats compare bit
 for bit.
 
@@ -115,7 +115,7 @@ TOLERANCES = {
     "torch_testing": "|a - exact| <= atol + rtol |exact|: fp32 1e-5 + 1.3e-6 |e|, fp64 1e-7 + 1e-7 |e| "
                      "(torch.testing.assert_close defaults for the output dtype)" + _DOMAIN,
 }
-MOVES_VALUES = ("compress", "split", "split_ind", "radix_sort", "argsort", "topk")
+MOVES_VALUES = ("compress", "compress_ind", "split", "split_ind", "radix_sort", "argsort", "topk")
 
 
 def _abs_prefix(v):

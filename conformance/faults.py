@@ -181,6 +181,11 @@ def _compress_last(base, op, args, kw, s):
     return out[:-1] if len(m) and m[-1] else out
 
 
+def _compress_ind_tile_relative(base, op, args, kw, s):
+    v, i = base.compress_ind(*args, **kw)
+    return v, _np(i) % (s * s)  # each s*s tile writes its local positions: the tile offset is not added
+
+
 def _sample_geq(base, op, args, kw, s):
     w, u = args
     w = np.asarray(w)
@@ -324,6 +329,8 @@ FAULTS = {f.name: f for f in (
           _split_unstable),
     Fault("compress_drops_last", "compress: the last element is lost when it is kept", ("compress",),
           _compress_last),
+    Fault("compress_ind_indices_tile_relative", "compress_ind: the indices are positions within each s*s "
+          "tile (the tile's offset is not added)", ("compress_ind",), _compress_ind_tile_relative),
     Fault("sample_uses_geq", "weighted_sample: the first c_i >= t instead of > t", ("weighted_sample",),
           _sample_geq),
     Fault("spmm_first_column_broadcast", "spmm: every output column is the first one", ("spmm",),

@@ -441,6 +441,7 @@ STRATEGIES = {
     "segmented_sum": lambda s, dtypes=None, regimes=None: _segmented(s, False, dtypes, regimes),
     "segment_sum_csr": _csr_sum,
     "compress": lambda s, dtypes=None, regimes=None: _compress(s, dtypes, regimes),
+    "compress_ind": lambda s, dtypes=None, regimes=None: _compress(s, dtypes, regimes),
     "spmv": _spmv,
     "spmm": _spmm,
     "spgemm": _spgemm,
@@ -471,6 +472,8 @@ EXAMPLES = {
     "weighted_sample": [((np.array([0, 3, 0, 1], np.int32), 0.0), {}),
                         ((_f(0.0, 0.25, 0.0, 0.75), 0.25), {})],
     "split": [((np.arange(6, dtype=np.int16), np.array([1, 0, 1, 0, 0, 1], np.uint8)), {})],
+    "compress_ind": [((np.arange(6, dtype=np.int16), np.array([0, 1, 1, 0, 0, 1], np.uint8)), {}),
+                     ((_f(1.0, -0.0, np.nan, dtype="float16"), np.zeros(3, np.uint8)), {})],  # none kept
     # C[0, 0] = 1*3 + 2*4: two products land in one workspace slot (accumulate, not overwrite)
     "spgemm": [(((np.array([0, 2]), np.array([0, 1], np.int32), np.array([1, 2], np.int32), (1, 2)),
                  (np.array([0, 1, 2]), np.array([0, 0], np.int32), np.array([3, 4], np.int32), (2, 1))), {})],

@@ -2,7 +2,7 @@
 
 Fast CPU ops (numpy in, numpy out; torch CPU tensors in, torch out):
 ``scan``, ``segmented_scan``, ``segmented_sum``, ``segment_sum_csr``,
-``compress``, ``spmv``; and the scan-based operators of the Ascend scan paper
+``compress``, ``compress_ind``, ``spmv``; and the scan-based operators of the Ascend scan paper
 ``batched_scan``, ``split``, ``split_ind``, ``radix_sort``, ``argsort``,
 ``topk``, ``weighted_sample``, ``top_p_sample`` (semantics: DEVELOPERS.md);
 ``spmm`` and ``spgemm`` (sparse x dense, sparse x sparse).
@@ -28,7 +28,7 @@ from ._fast.scanfamily import (
     topk,
     weighted_sample,
 )
-from ._fast.segops import compress, scan, segment_sum_csr, segmented_scan, segmented_sum
+from ._fast.segops import compress, compress_ind, scan, segment_sum_csr, segmented_scan, segmented_sum
 from ._fast.sparse_products import spgemm, spmm
 from ._fast.spmv import spmv
 from .registry import REGISTRY
@@ -38,7 +38,7 @@ _target.level()  # a bad MMVREF_SIMD fails here, at import, with the reason
 __version__ = "0.1.0"
 
 __all__ = [
-    "scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "compress", "spmv",
+    "scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "compress", "compress_ind", "spmv",
     "batched_scan", "split", "split_ind", "radix_sort", "argsort", "topk", "weighted_sample", "top_p_sample",
     "spmm", "spgemm",
     "golden", "mmv", "bounds", "registry", "REGISTRY", "show_config", "__version__",

@@ -117,6 +117,9 @@ _SPECS = (
            "App. A.3.3 Alg. 4 lines 3-5"),
     OpSpec("compress", "compress(x, mask) -> x[mask == 1]", KEEP_DTYPE, _G + "compress", _F + "compress",
            _B + "compress", COPY, "§2 COMPRESS (Thm 4.2 proof)"),
+    OpSpec("compress_ind", "compress_ind(x, mask) -> (x[mask == 1], their indices int64)", KEEP_DTYPE,
+           _G + "compress_ind", _F + "compress_ind", _B + "compress", COPY,
+           "§2 COMPRESS (Thm 4.2 proof) on values and positions; Ascend §5 Compress"),
     OpSpec("spmv", "spmv(A, x) -> A @ x for CSR A; empty rows give 0", VALUE_RULE, _G + "spmv",
            "mmvref._fast.spmv:spmv", _B + "spmv", SPMV_FP, "§4.3.3 Alg. 4; App. A.3.3 Algs. 4-6"),
     # parallel-scan-ascend.txt §4-§5; semantics in DEVELOPERS.md, "Scan-based operators"

@@ -361,6 +361,13 @@ class TorchEmulationBackend:
         pos, t = self._positions(m)
         return self._move(x, pos)[:t]
 
+    def compress_ind(self, x, mask):
+        """``compress`` of the values and of the positions 0..n-1, by one set of split positions."""
+        x = as_values(x, "x")
+        m = as_flags(mask, len(x), "mask")
+        pos, t = self._positions(m)
+        return self._move(x, pos)[:t], self._move(np.arange(len(x), dtype=np.int64), pos)[:t]
+
     def split_ind(self, x, mask):
         x = as_values(x, "x")
         m = as_flags(mask, len(x), "mask")

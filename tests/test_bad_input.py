@@ -225,6 +225,10 @@ def test_every_layout_gives_the_oracle_result(x, data):
     same(mmvref.segmented_scan(xl, fl), oracle_segmented_scan(x, f))
     same(mmvref.segmented_sum(xl, fl), oracle_segmented_sum(x, f))
     assert mmvref.compress(xl, fl).tolist() == oracle_compress(x, f)
+    kept = [j for j in range(x.size) if f[j]]
+    for v, i in (mmvref.compress_ind(xl, fl), golden.compress_ind(xl, fl, 4)):
+        assert v.dtype == x.dtype and v.tolist() == oracle_compress(x, f)
+        assert i.dtype == np.int64 and i.tolist() == kept
     same(golden.scan(xl, 4), oracle_scan(x))
     same(golden.seg_scan(xl, fl, 4), oracle_segmented_scan(x, f))
     v, i = mmvref.radix_sort(xl)
@@ -425,6 +429,9 @@ def test_torch_boundary():
 def test_empty_lists_are_empty_flags_and_indices():
     assert mmvref.segmented_sum(np.zeros(0, np.int32), []).tolist() == []
     assert golden.split(np.zeros(0, np.int32), [], 4).tolist() == []
+    e = np.zeros(0, np.int32)
+    for v, i in (mmvref.compress_ind(e, []), golden.compress_ind(e, [], 4)):
+        assert v.tolist() == i.tolist() == [] and i.dtype == np.int64
     assert mmvref.spmv(([0, 0], [], np.zeros(0), (1, 2)), np.ones(2)).tolist() == [0.0]
 
 

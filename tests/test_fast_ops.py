@@ -343,6 +343,82 @@ def test_compress(case):
     np.testing.assert_array_equal(r, np.array(oracle_compress(x, f), dtype=x.dtype).reshape(-1))
 
 
+def _np_compress_ind(x, mask):
+    """The obviously-correct oracle: numpy boolean indexing and np.flatnonzero."""
+    mb = np.asarray(mask).astype(bool)
+    return x[mb], np.flatnonzero(mb).astype(np.int64)
+
+
+@given(inputs())
+def test_compress_ind(case):
+    x, f, _ = case
+    if x.dtype.kind == "f" and len(x):  # values are moved bit for bit: -0.0 and a NaN payload too
+        x = x.copy()
+        x[::5] = -0.0
+        x[1::7] = np.nan
+    v, i = mmvref.compress_ind(x, f)
+    want_v, want_i = _np_compress_ind(x, f)
+    assert v.dtype == x.dtype and i.dtype == np.int64 and v.shape == i.shape == want_i.shape
+    assert v.tobytes() == want_v.tobytes() and i.tolist() == want_i.tolist()
+    assert mmvref.compress(x, f).tobytes() == v.tobytes()
+
+
+def test_compress_ind_chunk_seams():
+    """Kept elements at every chunk's first and last position, whole chunks kept or dropped
+    (the branch-free kernel's trailing store and its repair)."""
+    n = 1000
+    x = np.arange(n, dtype=np.int16) - 500
+    starts = segops._chunks(n)
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        m = np.zeros(n, np.uint8)
+        for lo, hi in zip(starts[:-1], starts[1:]):
+            how = rng.integers(0, 5)
+            if how == 1:
+                m[lo] = 1
+            elif how == 2:
+                m[hi - 1] = 1
+            elif how == 3:
+                m[lo:hi] = 1
+            elif how == 4:
+                m[lo:hi] = rng.random(hi - lo) < 0.3
+        v, i = mmvref.compress_ind(x, m)
+        want_v, want_i = _np_compress_ind(x, m)
+        assert v.tolist() == want_v.tolist() and i.tolist() == want_i.tolist()
+
+
+def test_compress_ind_empty_all_and_none():
+    for dt in DTYPES:
+        x = np.arange(1, 11).astype(dt)
+        for mdt in (np.bool_, np.int8, np.uint8):
+            v, i = mmvref.compress_ind(x, np.ones(10, mdt))
+            assert v.tobytes() == x.tobytes() and i.tolist() == list(range(10)) and i.dtype == np.int64
+            v, i = mmvref.compress_ind(x, np.zeros(10, mdt))
+            assert v.shape == i.shape == (0,) and v.dtype == x.dtype and i.dtype == np.int64
+            v, i = mmvref.compress_ind(x[:0], np.zeros(0, mdt))
+            assert v.shape == i.shape == (0,) and v.dtype == x.dtype and i.dtype == np.int64
+    v, i = mmvref.compress_ind(np.zeros(0, np.float32), [])
+    assert v.shape == i.shape == (0,)
+
+
+def test_compress_ind_bad_input_errors_name_the_argument():
+    x = np.arange(4, dtype=np.int32)
+    with pytest.raises(ValueError, match=r"mask must hold only 0 and 1.*mask\[1\] = 3"):
+        mmvref.compress_ind(x, np.array([0, 3, 0, 0], np.uint8))
+    with pytest.raises(ValueError, match=r"mask must hold only 0 and 1.*mask\[2\]"):
+        mmvref.compress_ind(x, np.array([1, 0, -1, 0], np.int8))
+    with pytest.raises(ValueError, match="mask has length"):
+        mmvref.compress_ind(x, np.zeros(3, np.uint8))
+    with pytest.raises(TypeError, match="mask"):
+        mmvref.compress_ind(x, np.zeros(4, np.float32))
+    with pytest.raises(ValueError, match="mask must be 1-D"):
+        mmvref.compress_ind(x, np.zeros((2, 2), np.uint8))
+    with pytest.raises(ValueError, match="x must be 1-D"):
+        mmvref.compress_ind(x.reshape(2, 2), np.zeros(4, np.uint8))
+    with pytest.raises(TypeError, match="x has unsupported dtype"):
+        mmvref.compress_ind(x.astype(np.uint16), np.zeros(4, np.uint8))
+
+
 def test_all_flags_and_no_flags():
     x = np.arange(1, 11, dtype=np.int32)
     np.testing.assert_array_equal(mmvref.segmented_scan(x, np.ones(10, np.uint8)), x)
@@ -372,6 +448,8 @@ def test_non_contiguous_and_read_only():
     np.testing.assert_array_equal(mmvref.segmented_sum(x, f), oracle_segmented_sum(x, f))
     np.testing.assert_array_equal(mmvref.scan(x), oracle_scan(x))
     np.testing.assert_array_equal(mmvref.compress(x, f), oracle_compress(x, f))
+    v, i = mmvref.compress_ind(x, f)
+    assert v.tolist() == oracle_compress(x, f) and i.tolist() == [0, 5, 11]
 
 
 def test_torch_in_torch_out():
@@ -383,6 +461,9 @@ def test_torch_in_torch_out():
     assert r.tolist() == [2, 4, 3, 6, 7, 3, 4, 6]
     assert mmvref.segmented_sum(x, f).tolist() == [4, 7, 6]
     assert mmvref.compress(x, f).tolist() == [2, 3, 3]
+    v, i = mmvref.compress_ind(x, f)
+    assert isinstance(v, torch.Tensor) and isinstance(i, torch.Tensor) and i.dtype == torch.int64
+    assert v.dtype == torch.int32 and v.tolist() == [2, 3, 3] and i.tolist() == [0, 2, 5]
     assert mmvref.segment_sum_csr(x, torch.tensor([0, 2, 5, 8])).tolist() == [4, 7, 6]
     assert mmvref.scan(x.to(torch.float16)).dtype == torch.float32
 

@@ -213,6 +213,9 @@ def test_paper_example(dtype, s):
             assert z.dtype == np.dtype(RESULT[dtype]) and z.tolist() == [4, 7, 6]
         z = golden.compress(x, f, s)
         assert z.dtype == np.dtype(dtype) and z.tolist() == [2, 3, 3]
+        v, i = golden.compress_ind(x, f, s)
+        assert v.dtype == np.dtype(dtype) and v.tolist() == [2, 3, 3]
+        assert i.dtype == np.int64 and i.tolist() == [0, 2, 5]
     z = golden.scan(x, s)
     assert z.dtype == np.dtype(RESULT[dtype]) and z.tolist() == [2, 4, 7, 10, 11, 14, 15, 17]
 
@@ -283,6 +286,56 @@ def test_compress(case):
     assert z.dtype == x.dtype  # values are copied, dtype kept
     want = np.array(o_compress(x.tolist(), f.tolist()), dtype=x.dtype)
     assert z.tobytes() == want.tobytes()
+
+
+@given(seg_cases(dtypes=DTYPES))
+def test_compress_ind(case):
+    """Against numpy (x[mask], np.flatnonzero(mask)); values moved bit for bit."""
+    s, x, f = case
+    if x.dtype.kind == "f" and len(x):
+        x = x.copy()
+        x[::5] = -0.0
+        x[1::7] = np.nan
+    v, i = golden.compress_ind(x, f, s)
+    mb = f.astype(bool)
+    assert v.dtype == x.dtype and i.dtype == np.int64
+    assert v.tobytes() == x[mb].tobytes() and i.tolist() == np.flatnonzero(mb).tolist()
+
+
+def test_compress_ind_runs_compress_on_values_and_positions():
+    """The same instructions as COMPRESS (one flag SCAN, MASK, SUB), plus one SCATTER of the
+    index vector; empty input and an all-zero mask give empty results."""
+    x = np.arange(100, dtype=np.int16) * 3
+    f = (np.arange(100) % 7 == 3).astype(np.uint8)
+    with mmv.counting() as one:
+        golden.compress(x, f, 4)
+    with mmv.counting() as two:
+        v, i = golden.compress_ind(x, f, 4)
+    assert two.calls - one.calls == {"scatter": 1} and one.calls["scatter"] == 1
+    assert v.tolist() == x[f == 1].tolist() and i.tolist() == np.flatnonzero(f).tolist()
+    pos, m = golden.compress_positions(f, 4)
+    assert m == f.sum() and pos.tolist() == np.where(f == 1, np.cumsum(f.astype(np.int64)) - 1, -1).tolist()
+    for xx, ff in ((x, np.zeros(100, np.int8)), (x[:0], np.zeros(0, np.bool_))):
+        v, i = golden.compress_ind(xx, ff, 4)
+        assert v.shape == i.shape == (0,) and v.dtype == x.dtype and i.dtype == np.int64
+
+
+def test_compress_ind_bad_input_names_the_argument():
+    x = np.arange(4, dtype=np.int32)
+    with pytest.raises(ValueError, match=r"mask must hold only 0 and 1.*mask\[1\] = 3"):
+        golden.compress_ind(x, np.array([0, 3, 0, 0], np.uint8), 4)
+    with pytest.raises(ValueError, match=r"mask\[2\] = -1"):
+        golden.compress_ind(x, np.array([0, 0, -1, 0], np.int8), 4)
+    with pytest.raises(ValueError, match="mask has length"):
+        golden.compress_ind(x, np.zeros(3, np.uint8), 4)
+    with pytest.raises(TypeError, match="mask"):
+        golden.compress_ind(x, np.zeros(4, np.float32), 4)
+    with pytest.raises(ValueError, match="x must be 1-D"):
+        golden.compress_ind(x.reshape(2, 2), np.zeros(4, np.uint8), 4)
+    with pytest.raises(TypeError, match="x has unsupported dtype"):
+        golden.compress_ind(x.astype(np.uint16), np.zeros(4, np.uint8), 4)
+    with pytest.raises((TypeError, ValueError), match="s"):
+        golden.compress_ind(x, np.zeros(4, np.uint8), 1)
 
 
 @st.composite

@@ -360,12 +360,14 @@ def r_csrsum(x, indptr, dtype=None, overflow="raise"):
     return finish([sum(xs[p[r]:p[r + 1]], 0) for r in range(len(p) - 1)], rdt, overflow)
 
 
-def r_compress(x, mask, name="mask"):
+def r_compress(x, mask, name="mask", with_idx=False):
     E = Errs()
     xa = vals(E, x, "x")
     fa = flags(E, mask, None if xa is None else xa.size, name)
     E.raise_if()
-    return ("bits", xa[fa.astype(bool)] if xa.size else xa[:0], xa.dtype.name)
+    v = ("bits", xa[fa.astype(bool)] if xa.size else xa[:0], xa.dtype.name)
+    idx = np.array([i for i in range(xa.size) if fa[i]], np.int64)
+    return ("tuple", [v, ("exact", idx, "int64")]) if with_idx else v
 
 
 def r_split(x, mask, with_idx):
@@ -825,7 +827,8 @@ SEG_T = {"segscan": [("mmvref.segmented_scan", "fast"), ("golden.seg_scan", "gol
          "segsum": [("mmvref.segmented_sum", "fast"), ("golden.scd", "golden"), ("emu.segmented_sum", "emu"),
                     ("torch.segmented_sum", "torch"), ("tcu.segmented_sum", "tcu")],
          "compress": [("mmvref.compress", "fast"), ("golden.compress", "golden"), ("emu.compress", "emu"),
-                      ("torch.compress", "torch"), ("tcu.compress", "tcu")],
+                      ("torch.compress", "torch"), ("tcu.compress", "tcu"), ("mmvref.compress_ind", "fast"),
+                      ("golden.compress_ind", "golden"), ("emu.compress_ind", "emu")],
          "split": [("mmvref.split", "fast"), ("mmvref.split_ind", "fast"), ("golden.split", "golden"),
                    ("golden.split_ind", "golden"), ("emu.split", "emu"), ("emu.split_ind", "emu")]}
 
@@ -1118,7 +1121,7 @@ def _reference_op(case, op, kind, args, kw, E):
         return r_segsum(args[0], args[1], kw.get("dtype"), kw.get("overflow", "raise"),
                         "f" if kind == "golden" else "flags")
     if op == "compress":
-        return r_compress(args[0], args[1], "f" if kind == "golden" else "mask")
+        return r_compress(args[0], args[1], "f" if kind == "golden" and not ref[2] else "mask", ref[2])
     if op == "split":
         return r_split(args[0], args[1], ref[2])
     if op == "csrsum":

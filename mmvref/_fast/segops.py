@@ -30,7 +30,7 @@ from . import _seg_kernels as K
 from . import _target
 from ._io import like_input, to_numpy
 
-__all__ = ["scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "compress"]
+__all__ = ["scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "compress", "compress_ind"]
 
 #: elements per chunk below which fewer chunks are used (tests lower it to
 #: exercise the multi-chunk paths on small inputs)
@@ -528,16 +528,14 @@ def segment_sum_csr(x, indptr, *, dtype=None, overflow="raise"):
 
 # ----------------------------------------------------------------------------- compress
 
-@guarded
-def compress(x, mask):
-    """The entries of ``x`` where ``mask`` is 1, in order (COMPRESS of §2; like
-    ``np.compress`` / ``torch.masked_select``). The dtype of ``x`` is kept."""
-    src = x
+def _compress_bases(x, mask):
+    """(values, mask as uint8, chunk starts, output base of every chunk + the total):
+    the mask validated (0/1 of bool/int8/uint8, len(x) entries) on the way."""
     x = _values(x)
     m = _flags(mask, x.size, "mask")
     n = x.size
     if n == 0:
-        return like_input(x[:0].copy(), src)
+        return x, m, None, None
     starts = _chunks(n)
     C = starts.size - 1
     counts = np.zeros(C, dtype=np.int64)
@@ -547,6 +545,17 @@ def compress(x, mask):
     counts[0] += m[0]  # flag_stats does not count position 0; compress does
     bases = np.zeros(C + 1, dtype=np.int64)
     np.cumsum(counts, out=bases[1:])
+    return x, m, starts, bases
+
+
+@guarded
+def compress(x, mask):
+    """The entries of ``x`` where ``mask`` is 1, in order (COMPRESS of §2; like
+    ``np.compress`` / ``torch.masked_select``). The dtype of ``x`` is kept."""
+    src = x
+    x, m, starts, bases = _compress_bases(x, mask)
+    if starts is None:
+        return like_input(x[:0].copy(), src)
     total = int(bases[-1])
     # the kernel moves bits: view the values as unsigned words of their size
     # (so fp16, which numba cannot load, and NaN payloads copy exactly)
@@ -556,3 +565,23 @@ def compress(x, mask):
     K.compress_kernel(xb, m, starts, bases, bb)
     K.compress_repair(xb, m, starts, bases, bb)
     return like_input(buf[:total], src)
+
+
+@guarded
+def compress_ind(x, mask):
+    """``compress`` -> (x[mask == 1], their positions int64), in order (COMPRESS
+    of §2 applied to the values and to the positions; like tcuscan's
+    run_compress_ind, or ``(x[mask], np.flatnonzero(mask))``). The dtype of
+    ``x`` is kept; empty input or an all-zero mask gives two empty arrays."""
+    src = x
+    x, m, starts, bases = _compress_bases(x, mask)
+    if starts is None:
+        return like_input(x[:0].copy(), src), like_input(np.zeros(0, np.int64), src)
+    total = int(bases[-1])
+    bits = np.dtype(f"u{x.dtype.itemsize}")
+    buf = np.empty(total + 1, dtype=x.dtype)
+    idx = np.empty(total + 1, dtype=np.int64)
+    xb, bb = x.view(bits), buf.view(bits)
+    K.compress_ind_kernel(xb, m, starts, bases, bb, idx)
+    K.compress_ind_repair(xb, m, starts, bases, bb, idx)
+    return like_input(buf[:total], src), like_input(idx[:total], src)

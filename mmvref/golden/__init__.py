@@ -2,7 +2,7 @@
 instructions plus scalar control flow, stage by stage, as the papers list them.
 
 Ops (validate, load words, run, finish to the project's result dtype):
-``scan`` (Alg. 1), ``scd`` (Alg. 2), ``sscr`` (Alg. 3), ``compress``,
+``scan`` (Alg. 1), ``scd`` (Alg. 2), ``sscr`` (Alg. 3), ``compress``, ``compress_ind``,
 ``seg_scan`` (App. Alg. 1), ``int_mult`` (Lemma 4.4), ``mult`` (Cor. 4.5),
 ``matrix_product`` (Thm 4.6), ``spmv`` (App. Algs. 4-6), ``segment_sum_csr``
 (App. Alg. 4 lines 3-5). From the Ascend scan paper (parallel-scan-ascend.txt):
@@ -16,7 +16,7 @@ segment spoils its neighbours (e.g. seg_scan of [inf, 1] with both flags set
 gives [inf, nan]); the float results are meaningful for finite sums only.
 
 Stages (machine words in, words out; see ``to_words``): ``scan_words``,
-``compress_words``, ``diff``, ``diff_mmu``, ``revert``, ``end_flags``,
+``compress_words``, ``compress_positions``, ``diff``, ``diff_mmu``, ``revert``, ``end_flags``,
 ``block_seg_scan``, ``recurse``, ``update_first_segment``, ``seg_scan_words``,
 ``revert_spec_simple``, ``revert_spec_vector``, ``mult_words``,
 ``csr_gather``, ``gather_spmv``, ``handle_leading_zeros``.
@@ -53,7 +53,18 @@ from .scan_operators import (
     topk,
     weighted_sample,
 )
-from .segmented import compress, compress_words, diff, diff_mmu, end_flags, revert, scd, sscr
+from .segmented import (
+    compress,
+    compress_ind,
+    compress_positions,
+    compress_words,
+    diff,
+    diff_mmu,
+    end_flags,
+    revert,
+    scd,
+    sscr,
+)
 from .segscan import (
     block_seg_scan,
     recurse,
@@ -72,7 +83,8 @@ segmented_sum = scd
 
 __all__ = [
     "DEFAULT_S", "to_words", "flag_words", "finish",
-    "scan", "scan_words", "scd", "sscr", "segmented_sum", "compress", "compress_words", "diff", "diff_mmu",
+    "scan", "scan_words", "scd", "sscr", "segmented_sum", "compress", "compress_ind", "compress_words",
+    "compress_positions", "diff", "diff_mmu",
     "revert", "end_flags", "seg_scan", "seg_scan_words", "block_seg_scan", "recurse",
     "update_first_segment", "revert_spec_simple", "revert_spec_vector", "int_mult", "mult", "mult_words",
     "matrix_product", "spmv", "segment_sum_csr", "csr_gather", "gather_spmv", "handle_leading_zeros",

@@ -1,5 +1,6 @@
 """Alg. 2 (SCD: Scan, Compress, Differentiate) and Alg. 3 (SSCR: Scan, Scan,
-Compress, Revert) of §4.1, with their stages COMPRESS, DIFF and REVERT."""
+Compress, Revert) of §4.1, with their stages COMPRESS, DIFF and REVERT; COMPRESS
+as an op, alone and with the kept positions (``compress_ind``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +10,8 @@ from .._validate import as_flags, as_values, check_bool, check_overflow, check_s
 from ._words import DEFAULT_S, finish, flag_words, max_abs_int, to_words
 from .scan import scan_words
 
-__all__ = ["compress", "compress_words", "diff", "diff_mmu", "revert", "end_flags", "scd", "sscr"]
+__all__ = ["compress", "compress_ind", "compress_words", "compress_positions", "diff", "diff_mmu", "revert",
+           "end_flags", "scd", "sscr"]
 
 
 def end_flags(f):
@@ -21,21 +23,33 @@ def end_flags(f):
     return fm
 
 
+def compress_positions(f, s):
+    """The positions of COMPRESS (Thm 4.2's proof), on 0/1 words ``f``.
+
+    f_hat = SCAN(f) (Alg. 1); g = MASK(f_hat, f) (the output position + 1 of every
+    kept entry); the scalar unit reads m = f_hat(n-1). Returns (g - 1, m): the
+    SCATTER index of every entry (-1 for a dropped one) and the output length.
+    """
+    f = flag_words(f)
+    if len(f) == 0:
+        return f.copy(), 0
+    fhat = scan_words(f, s)
+    g = mmv.mask(fhat, f)
+    return mmv.sub(g, 1), int(fhat[-1])
+
+
 def compress_words(x, f, s):
     """COMPRESS(x, f) as in Thm 4.2's proof, on words.
 
-    f_hat = SCAN(f) (Alg. 1); g = MASK(f_hat, f) (the output position + 1 of every
-    kept entry); the scalar unit reads m = f_hat(n-1); the all-to-all circuit
-    writes x(i) to position g(i) - 1 (SCATTER with index g - 1, where g = 0 -> -1
-    writes nothing).
+    ``compress_positions``: f_hat = SCAN(f), g = MASK(f_hat, f), m = f_hat(n-1);
+    the all-to-all circuit writes x(i) to position g(i) - 1 (SCATTER with index
+    g - 1, where g = 0 -> -1 writes nothing).
     """
     f = flag_words(f)
     if len(x) == 0:
         return x[:0].copy()
-    fhat = scan_words(f, s)
-    g = mmv.mask(fhat, f)
-    m = int(fhat[-1])
-    return mmv.scatter(x, mmv.sub(g, 1), m)
+    pos, m = compress_positions(f, s)
+    return mmv.scatter(x, pos, m)
 
 
 def compress(x, f, s=DEFAULT_S):
@@ -44,6 +58,26 @@ def compress(x, f, s=DEFAULT_S):
     f = as_flags(f, len(x), "f")
     s = check_s(s)
     return compress_words(np.ascontiguousarray(x), f, s)
+
+
+def compress_ind(x, mask, s=DEFAULT_S):
+    """COMPRESS with indices: (x[mask == 1], their positions int64), in order.
+
+    COMPRESS of §2 (Thm 4.2's proof) applied to the values and to the index
+    vector 0, 1, ..., n-1 (a constant of the machine's memory), as the Ascend
+    scan paper's compress (parallel-scan-ascend §5, "Compress": the first part
+    of SplitInd's output, values and indices): one f_hat = SCAN(mask) (Alg. 1),
+    g = MASK(f_hat, mask), m = f_hat(n-1) (``compress_positions``), then two
+    SCATTERs with index g - 1, one of x and one of the index vector. dtype of
+    ``x`` kept; indices int64.
+    """
+    x = np.ascontiguousarray(as_values(x, "x"))
+    m = as_flags(mask, len(x), "mask")
+    s = check_s(s)
+    if len(x) == 0:
+        return x[:0].copy(), np.zeros(0, np.int64)
+    pos, k = compress_positions(m, s)
+    return mmv.scatter(x, pos, k), mmv.scatter(np.arange(len(x), dtype=np.int64), pos, k)
 
 
 def diff(z):
