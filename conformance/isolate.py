@@ -88,7 +88,13 @@ def _worker(conn, name, s):
                 except Exception:  # noqa: BLE001 - none declared for this op
                     models[op] = None
         regimes = backend.regimes() if has_op(backend, "regimes") else None
-        variants = ({op: tuple(backend.variants(op)) for op in ops} if has_op(backend, "variants") else None)
+        variants = None
+        if has_op(backend, "variants"):
+            variants = {}
+            for op in ops:
+                v = backend.variants(op)
+                variants[op] = ({k: (None if d is None else tuple(d)) for k, d in v.items()} if isinstance(v, dict)
+                                else tuple(v))
         conn.send(("ready", {"ops": ops, "attrs": attrs, "dtypes": dtypes, "models": models, "regimes": regimes,
                              "variants": variants}))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it

@@ -133,7 +133,7 @@ def one_example(backend, op, args, kwargs, *, s, policy="derived", stats=None):
     msg = bounds.check_magnitude(op, args, s, counter)
     if msg:
         return msg
-    for variant in variants_of(backend, op):
+    for variant in variants_of(backend, op, _value_dtype(args)):
         call_kwargs = dict(kwargs) if variant is None else {**kwargs, "variant": variant}
         msg = _one_call(backend, op, args, kwargs, call_kwargs, expected, overflows, contract, s, policy, stats)
         if msg:
@@ -141,11 +141,27 @@ def one_example(backend, op, args, kwargs, *, s, policy="derived", stats=None):
     return None
 
 
-def variants_of(backend, op):
-    """The kernel variants the suite checks ``op`` under: every one the backend declares
-    (``backend.variants(op)``, each called with ``variant=``), or the backend's one way (None)."""
-    declared = tuple(backend.variants(op)) if _has(backend, "variants") else ()
-    return declared or (None,)
+def variants_of(backend, op, dtype=None):
+    """The kernel variants the suite checks ``op`` under, for values of ``dtype``: every one the
+    backend declares (``backend.variants(op)``: names, or a mapping name -> the value dtypes that
+    variant takes, None for all), each called with ``variant=``; or the backend's one way (None).
+    Values no declared variant takes are checked the backend's one way (it must then refuse or
+    compute them)."""
+    declared = backend.variants(op) if _has(backend, "variants") else ()
+    if isinstance(declared, dict):
+        declared = tuple(v for v, dts in declared.items()
+                         if dts is None or dtype is None or np.dtype(dtype).name in tuple(dts))
+    return tuple(declared) or (None,)
+
+
+def _value_dtype(args):
+    """The dtype of an op's values (its first array argument; a CSR matrix's data), or None."""
+    for a in args:
+        if isinstance(a, np.ndarray):
+            return a.dtype
+        if isinstance(a, tuple) and len(a) == 4 and isinstance(a[2], np.ndarray):
+            return a[2].dtype
+    return None
 
 
 def _one_call(backend, op, args, kwargs, call_kwargs, expected, overflows, contract, s, policy, stats):

@@ -461,3 +461,18 @@ def test_every_declared_variant_is_checked():
 
     assert runner.run_op(Honest(), "honest", "scan", s=4, max_examples=30, db=None, derandomize=True).status == "pass"
     assert runner.variants_of(ScanOnly(), "scan") == (None,)
+
+
+def test_variants_may_declare_the_dtypes_each_takes():
+    """A variant is called only with the value dtypes it declares (None: all)."""
+
+    class PerDtype(_TwoScanKernels):
+        def variants(self, op):
+            return {"exact": None, "fast": ("float32",)} if op == "scan" else ()
+
+    ints = np.arange(10, dtype=np.int16)
+    assert runner.variants_of(PerDtype(), "scan", ints.dtype) == ("exact",)
+    assert runner.variants_of(PerDtype(), "scan", np.dtype(np.float32)) == ("exact", "fast")
+    assert runner.one_example(PerDtype(), "scan", (ints,), {}, s=4) is None  # "fast" (wrong) not called
+    msg = runner.one_example(PerDtype(), "scan", (ints.astype(np.float32),), {}, s=4)
+    assert msg and "variant='fast'" in msg
