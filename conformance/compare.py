@@ -25,6 +25,14 @@ it declares none):
   "prefix"      the golden model's algorithms and any implementation of them
                 (differences of speculative prefix sums): the bound below, whose
                 magnitude is the global prefix.
+  "prefix_input_products"
+                "prefix" for an SpMV / SpMM that stores each product a_k x_col(k)
+                in the INPUT dtype before summing (the tcuscan kernels): fp16
+                products are rounded to fp16 (relative error <= 2^-11; absolute
+                <= 2^-25 in fp16's subnormal range), so each output may also be off by
+                sum over its own products of (2^-11 |p_k| + 2^-25), and the prefix
+                magnitude grows by (1 + 2^-11). Other input dtypes: "prefix". A
+                product beyond fp16's range is not covered (the backend refuses it).
 
 The "prefix" bound: every output is computed with at most ``depth``
 roundings over a set of terms; for any summation order the error of a sum of
@@ -97,7 +105,11 @@ ERROR_MODELS = {
                   "(each output from its own terms, any order; Higham Thm 4.3)",
     "prefix": "|a - exact| <= 2 (n + 2s) u A_i + (n + 2s) tiny, A_i the global prefix magnitude "
               "(speculative prefix differences, as the golden model)",
+    "prefix_input_products": "prefix, plus sum over own products of (2^-11 |p_k| + 2^-25) when spmv / spmm "
+                             "inputs are fp16 (products stored in fp16 before the sum)",
 }
+#: unit roundoff and half the smallest subnormal of fp16: one rounding of a product to fp16
+_F16_U, _F16_HALF_SUB = 2.0**-11, 2.0**-25
 
 _DOMAIN = ("; float sums on exactly summable inputs (b-bit integers times 2^e, every partial sum and product "
            "exact in the result dtype: conformance.strategies.exactly_summable)")
@@ -193,9 +205,31 @@ def model_bound(model, op, args, kwargs, s, expected, ref):
         k = ref.terms + CARRIES
         gamma = np.where(k * u < 0.5, k * u / (1 - k * u), np.inf)
         return gamma * ref.mag + k * tiny + ref.error()
-    if model != "prefix":
+    if model not in ("prefix", "prefix_input_products"):
         raise ValueError(f"error model must be one of {sorted(ERROR_MODELS)}, got {model!r}")
-    return float_bound(op, args, kwargs, s, expected).reshape(-1) + ref.error()
+    bound = float_bound(op, args, kwargs, s, expected).reshape(-1)
+    if model == "prefix_input_products" and op in ("spmv", "spmm") and _fp16_inputs(args):
+        own, count = _own_products(op, args)
+        bound = bound * (1 + _F16_U) + _F16_U * own + count * _F16_HALF_SUB
+    return bound + ref.error()
+
+
+def _fp16_inputs(args):
+    (_, _, data, _), x = args
+    return np.asarray(data).dtype == np.float16 or np.asarray(x).dtype == np.float16
+
+
+def _own_products(op, args):
+    """Per output of spmv / spmm: sum of |own products| and how many there are."""
+    (ptr, ind, data, _), x = args
+    ptr, ind = np.asarray(ptr, np.int64), np.asarray(ind, np.int64)
+    x = np.asarray(x, np.float64)
+    x2 = x if x.ndim == 2 else x[:, None]
+    t = np.abs(np.asarray(data, np.float64)[:, None] * x2[ind])
+    p = np.concatenate([np.zeros((1, t.shape[1])), np.cumsum(t, axis=0)])
+    own = p[ptr[1:]] - p[ptr[:-1]]
+    count = np.broadcast_to((ptr[1:] - ptr[:-1])[:, None], own.shape)
+    return own.reshape(-1), count.reshape(-1).astype(np.float64)
 
 
 def _show(v):

@@ -17,7 +17,7 @@ from conformance import runner, strategies  # noqa: E402
 from mmvref import golden  # noqa: E402
 from npu.testing import GARBAGE, CpuTcuscanBackend, fake_tcuscan_ops  # noqa: E402
 
-OPS = ["scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "compress", "split", "split_ind",
+OPS = ["scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "compress", "compress_ind", "split", "split_ind",
        "radix_sort", "argsort", "spmv", "spmm", "topk"]
 
 
@@ -36,15 +36,34 @@ def test_every_op_equals_the_golden_model(op, data, s):
     assert runner.one_example(backend, op, args, kwargs, s=s) is None
 
 
-@pytest.mark.parametrize("variant", ["single_core", "multi_core", "multi_cube"])
+@pytest.mark.parametrize("variant", ["single_core", "multi_core", "multi_core_no_l2", "multi_cube"])
 @given(n=st.sampled_from([0, 1, 31, 32, 33, 1023, 1024, 1025, 5000]), seed=st.integers(0, 2**32 - 1),
        exclusive=st.booleans())
 def test_scan_variants(variant, n, seed, exclusive):
-    backend = CpuTcuscanBackend(s=32, variant=variant)
-    x = np.random.default_rng(seed).integers(-128, 128, n).astype(np.int8)
-    expected = golden.scan(x, 32, exclusive=exclusive)
-    got = backend.scan(x, exclusive=exclusive)
-    assert got.dtype == np.int32 and np.array_equal(got, expected)
+    backend = CpuTcuscanBackend(s=32)
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-128, 128, n).astype(np.int8)
+    if variant == "multi_cube":  # the fp16 kernel only: int8 would come back uninitialised
+        with pytest.raises(TypeError, match="run_scan_multi_cube"):
+            backend.scan(x, variant=variant)
+    else:
+        got = backend.scan(x, exclusive=exclusive, variant=variant)
+        oracle = np.cumsum(x.astype(np.int64))
+        oracle = np.concatenate([[0], oracle[:-1]]) if exclusive and n else oracle
+        assert got.dtype == np.int32 and np.array_equal(got, oracle)
+    h = (rng.integers(-64, 64, n) / 8).astype(np.float16)  # sums exact in fp32
+    got = backend.scan(h, variant=variant)
+    assert got.dtype == np.float32 and np.array_equal(got, np.cumsum(h.astype(np.float64)))
+
+
+def test_batched_scan_rows():
+    b = CpuTcuscanBackend(s=32)
+    x = (np.random.default_rng(5).integers(-64, 64, (5, 77)) / 4).astype(np.float32)
+    assert np.array_equal(b.batched_scan(x), np.cumsum(x.astype(np.float64), axis=1))
+    ex = b.batched_scan(x, exclusive=True)
+    assert (ex[:, 0] == 0).all() and np.array_equal(ex[:, 1:], np.cumsum(x.astype(np.float64), axis=1)[:, :-1])
+    with pytest.raises(TypeError, match="run_scan_batch"):
+        b.batched_scan(x.astype(np.int32))
 
 
 @pytest.mark.parametrize("variant", ["single_core", "multi_core", "multi_cube"])
@@ -60,15 +79,22 @@ def test_segment_sum_csr_variants(variant):
 
 def test_stages_equal_golden_stages():
     b = CpuTcuscanBackend(s=32)
-    x = np.random.default_rng(1).integers(-128, 128, 1000).astype(np.int8)
-    assert np.array_equal(b.row_scan(x), golden.row_scan(x.astype(np.int64), 32))
-    w = x.astype(np.int64)
+    x = (np.random.default_rng(1).integers(-128, 128, 1000) / 8).astype(np.float16)  # sums exact in fp32
+    w = x.astype(np.float32)
+    assert np.array_equal(b.row_scan(x), golden.row_scan(w, 32))
     assert np.array_equal(b.block_scan(x), golden.block_scan(w, 32))
-    for blocks in (1, 3, 20):
+    i8 = np.random.default_rng(1).integers(-128, 128, 1000).astype(np.int8)
+    for blocks in (1, 3, 20, 40):
         r = golden.reduce_tiles(w, 32, blocks)
         assert np.array_equal(b.reduce_tiles(x, blocks), r)
+        assert np.array_equal(b.reduce_tiles(i8, blocks), golden.reduce_tiles(i8.astype(np.int64), 32, blocks))
         y = golden.row_scan(w, 32)
         assert np.array_equal(b.complete_rows(y, r, blocks), golden.complete_rows(y, r, 32, blocks))
+    for name, bad in (("run_row_scan", i8), ("run_block_scan", i8)):
+        with pytest.raises(TypeError, match=name):
+            getattr(b, name[4:])(bad)
+    with pytest.raises(TypeError, match="run_complete_rows"):
+        b.complete_rows(np.arange(64), np.zeros(2, np.int64), 2)
     z = np.cumsum(np.random.default_rng(2).random(50)).astype(np.float32)
     assert np.array_equal(b.diff(z), golden.diff(z))
     ptr = np.array([0, 0, 3, 3, 10, 50])
@@ -88,7 +114,7 @@ def test_refusals_name_the_kernel():
     with pytest.raises(TypeError, match="run_seg_sum"):
         b.segmented_sum(np.ones(4, np.int8), np.array([1, 0, 1, 0], np.uint8))
     with pytest.raises(TypeError, match="run_compress"):
-        b.compress(np.ones(4, np.float32), np.ones(4, np.uint8))
+        b.compress(np.ones(4, np.int8), np.ones(4, np.uint8))  # a 1-byte dtype would be read out of bounds
     with pytest.raises(NotImplementedError, match="ascending"):
         b.radix_sort(np.ones(4, np.int16), descending=True)
     with pytest.raises(ValueError, match="16, 32, 64 or 128"):
@@ -123,12 +149,46 @@ def test_stand_in_reproduces_the_kernel_quirks():
     f32 = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float32)
     assert k.run_scan_multi_core(f32, 32).tolist() != [1.0, 3.0, 6.0]  # fp32 silently wrong
     assert k.run_scan_single_core(torch.ones(3, dtype=torch.int32), 32).tolist() == [GARBAGE] * 3
-    assert k.run_row_scan(torch.ones(5, dtype=torch.int8), 32).numel() == 32  # padded to a whole tile
-    big = torch.tensor([100, 100], dtype=torch.int16)
+    assert k.run_row_scan(torch.ones(5, 32, dtype=torch.float16), 32).tolist()[31::32] == [32.0] * 5  # (rows, S)
+    assert k.run_row_scan(torch.ones(5, 32, dtype=torch.int8), 32).tolist() == [GARBAGE] * 160  # fp16 only
+    with pytest.raises(ValueError, match="out of bounds|reads"):
+        k.run_row_scan(torch.ones(5, dtype=torch.float16), 32)  # 1-D: the kernel would read 5 * 32 elements
+    assert k.run_scan_cpu(torch.ones(4, dtype=torch.int16)).tolist() == [1, 1, 1, 1]  # cast, never scanned
+    big = torch.tensor([100], dtype=torch.int16)
     assert k.run_spmv(big, torch.tensor([0, 1], dtype=torch.uint32), torch.tensor([0], dtype=torch.int32),
                       big, 32).tolist() != [10000]  # int16 products narrowed to int8
     with pytest.raises(TypeError, match="run_compress"):
         k.run_compress(torch.ones(3, dtype=torch.float16), torch.ones(3, dtype=torch.bool), 32)
+
+
+def test_fp16_spmv_products_are_rounded_and_the_error_model_says_so():
+    """Four products rounded to fp16 leave the row 2.3e-5 off the exact sum (found by Hypothesis):
+    beyond the plain prefix bound, within the declared model (one fp16 rounding per product)."""
+    b = CpuTcuscanBackend(s=32)
+    data = np.array([0.1257, -0.1321, 0.6406, 0.1049], np.float16)
+    A = (np.array([0, 4]), np.zeros(4, np.int32), data, (1, 1))
+    x = np.array([0.1257], np.float16)
+    got = b.spmv(A, x)
+    exact = float((data.astype(np.float64) * float(x[0])).sum())
+    assert got.dtype == np.float32 and abs(float(got[0]) - exact) > 1e-5  # the fp16 rounding shows
+    assert b.error_model("spmv") == b.error_model("spmm") == "prefix_input_products"
+    assert runner.one_example(b, "spmv", (A, x), {}, s=32) is None
+
+    class PlainPrefix(CpuTcuscanBackend):
+        def error_model(self, op):
+            return "prefix"
+
+    assert "error model prefix" in runner.one_example(PlainPrefix(s=32), "spmv", (A, x), {}, s=32)
+
+
+def test_fp16_products_beyond_fp16_are_refused():
+    b = CpuTcuscanBackend(s=32)
+    A = (np.array([0, 2]), np.array([0, 1], np.int32), np.array([300, 1], np.float16), (1, 2))
+    with pytest.raises(NotImplementedError, match="65504"):
+        b.spmv(A, np.array([300, 1], np.float16))
+    with pytest.raises(NotImplementedError, match="65504"):
+        b.spmm(A, np.array([[1, 300], [1, 1]], np.float16))
+    assert b.spmv(A, np.array([1, 300], np.float16)).tolist() == [600.0]  # 300*1 + 1*300 fits
 
 
 def test_a_translation_bug_is_caught():

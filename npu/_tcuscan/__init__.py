@@ -1,7 +1,10 @@
 """TcuscanBackend: the authors' AscendC kernels (``tcuscan_ops``) behind the
 backend protocol, one mixin per kernel family (the layout of ``npu._standin``).
 
-The class docstring lists what each method wraps and what is not wrapped."""
+Each family module's ``WRAPS`` / ``NOT_WRAPPED`` say which kernel each method
+wraps and why the others are not wrapped (``python -m npu --coverage`` tabulates
+them); what only runs with an NPU (imports, device moves, synchronisation, the
+scan constants per device) is ``npu._device``."""
 from __future__ import annotations
 
 from ._base import VARIANTS, TcuscanBase

@@ -9,19 +9,20 @@ the project's dtypes (int8 -> int32, fp16 -> fp32; other integer widths have no
 kernel). The kernel facts and quirks are listed in ``npu.testing`` (the CPU
 stand-in that implements them).
 
+What only runs with an NPU (importing torch_npu and the kernels, moving arrays
+to the device, synchronising before reading results back, the U_s / L_s^-
+constants per device) is ``npu._device``; ``_t``, ``_np`` and ``_constants``
+here delegate to its ``Device`` (``self.dev``).
+
 Integer results come from int32 hardware accumulators: ``overflow = "wrap"``.
 """
 from __future__ import annotations
-
-import functools
-import importlib
-import os
 
 import numpy as np
 
 from mmvref._validate import as_flags
 
-from .. import NpuUnavailableError, missing
+from .._device import Device, import_kernels
 
 __all__ = ["TcuscanBase", "VARIANTS"]
 
@@ -30,40 +31,24 @@ VARIANTS = ("single_core", "multi_core", "multi_cube")
 TILE_S = (16, 32, 64, 128)
 
 
-def _import_kernels():
-    lack = missing()
-    if lack:
-        raise NpuUnavailableError(
-            "the tcuscan NPU backend needs " + "; ".join(lack) + ". Install the CANN toolkit and torch_npu, "
-            "build tcuscan from https://github.com/huawei-csl/pytorch-tcuscan, or pass module= (e.g. "
-            "npu.testing.fake_tcuscan_ops()) and device='cpu' to run the translation layer on the CPU.")
-    try:
-        import torch_npu  # noqa: F401
-    except Exception as exc:  # pragma: no cover - needs an NPU stack
-        raise NpuUnavailableError(f"torch_npu is installed but does not import: {exc}") from exc
-    for name in ("tcuscan_ops", "tcuscan.tcuscan_ops"):
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    raise NpuUnavailableError("tcuscan is installed but neither tcuscan_ops nor tcuscan.tcuscan_ops imports")
-
-
 class TcuscanBase:
     """The tcuscan kernels behind the backend protocol.
 
     ``module``: the kernels (default: import ``tcuscan_ops``, which needs
-    torch_npu and CANN); ``device``: where tensors go (default: $NPU_DEVICE or
-    "npu:0"); ``s``: the tiling parameter S (16, 32, 64 or 128); ``variant``: the
+    torch_npu and CANN); ``device``: where tensors go (a name, a ``torch.device``
+    or an ``npu._device.Device``; default: $NPU_DEVICE or "npu:0"); ``s``: the tiling parameter S (16, 32, 64 or 128); ``variant``: the
     default scan kernel ("single_core", "multi_core" or "multi_cube").
 
     topk wraps run_topk_int16 (int16, largest only); the kernel does not
     document which of equal values it keeps or its output order, so the values
     are sorted here and ``topk_ties = "kernel"`` tells the conformance suite
     to hold the indices only to x[indices] == values (distinct, in range).
-    Not wrapped (the op is absent, so conformance reports it skipped):
-    batched_scan, weighted and top-p sampling, and the revert stage
-    (run_seg_scan_mc_revert is undocumented)."""
+
+    Which kernel each method wraps, and why the others are not wrapped: the
+    family modules' ``WRAPS`` and ``NOT_WRAPPED`` (npu/_tcuscan/<family>.py),
+    tabulated with dtypes, stand-in, tests and conformance by ``python -m npu
+    --coverage``. An op the backend lacks is reported skipped by the
+    conformance suite. Device handling: ``self.dev`` (``npu._device.Device``)."""
 
     topk_ties = "kernel"
 
@@ -71,11 +56,11 @@ class TcuscanBase:
     overflow = "wrap"  # int32 accumulators on the device wrap around
 
     def __init__(self, module=None, device=None, s=128, variant="multi_core"):
-        import torch
-
-        self._torch = torch
-        self.module = module if module is not None else _import_kernels()
-        self.device = torch.device(device or os.environ.get("NPU_DEVICE", "npu:0"))
+        self.module = module if module is not None else import_kernels()
+        #: the device: moves, synchronisation and the scan constants (npu/_device.py)
+        self.dev = device if isinstance(device, Device) else Device(device)
+        self._torch = self.dev.torch
+        self.device = self.dev.device
         if int(s) not in TILE_S:
             raise ValueError(f"s must be 16, 32, 64 or 128 (the kernels' tiling parameter S), got {s}")
         self.s = int(s)
@@ -93,21 +78,16 @@ class TcuscanBase:
     # ------------------------------------------------------------------ helpers
 
     def _t(self, a, dtype=None):
-        a = np.ascontiguousarray(a)
-        if not a.flags.writeable or any(st < 0 for st in a.strides):
-            a = a.copy()  # torch takes no negative strides (a reversed 1-element view) nor read-only memory
-        t = self._torch.from_numpy(a)
-        return t.to(self.device, dtype) if dtype is not None else t.to(self.device)
+        """A host array as a tensor on the device (``dtype``: a torch dtype to convert to there)."""
+        return self.dev.to_device(a, dtype)
 
     def _np(self, t):
-        return t.detach().cpu().numpy()
+        """A device tensor as a numpy array, read after the device has synchronised."""
+        return self.dev.to_host(t)
 
-    @functools.lru_cache(maxsize=None)  # noqa: B019 - a few (s, dtype) per backend
     def _constants(self, s, dtype):
-        """U_s and L_s^- on the device, cached per (s, dtype, device)."""
-        torch = self._torch
-        ones = torch.ones(s, s, dtype=dtype, device=self.device)
-        return torch.triu(ones), torch.tril(ones, -1)
+        """U_s and L_s^- on the device, cached per (device, s, dtype)."""
+        return self.dev.constants(s, dtype)
 
     def _refuse(self, kernel, x, accepted):
         if x.dtype.name not in accepted:
@@ -127,10 +107,18 @@ class TcuscanBase:
         only these)."""
         return self._family_table("OP_DTYPES", op)
 
+    def error_model(self, op):
+        """The float error model of ``op`` (``conformance.compare.ERROR_MODELS``): the family's
+        OP_ERROR_MODELS entry, else "prefix" (the kernels take speculative prefix differences)."""
+        return self._family_table("OP_ERROR_MODELS", op) or "prefix"
+
     def variants(self, op):
         """The kernel variants ``op`` can run (its ``variant=`` values; the conformance suite checks
         each), or () when one kernel computes it."""
-        return tuple(self._family_table("OP_VARIANTS", op) or ())
+        table = self._family_table("OP_VARIANTS", op)
+        if isinstance(table, dict):  # variant -> the value dtypes its kernel takes (None: all)
+            return dict(table)
+        return tuple(table or ())
 
     @staticmethod
     def _flags_i8(f, n, name):
