@@ -29,10 +29,7 @@ def test_every_op_equals_the_golden_model(op, data, s):
     backend = CpuTcuscanBackend(s=s)
     args, kwargs = data.draw(strategies.op_inputs(op, s, backend.dtypes(op)))
     if op in ("radix_sort", "argsort"):
-        kwargs = {}
-        x = args[0]
-        if x.dtype == np.float16:
-            args = (np.where(np.isnan(x), np.float16(0), x),)
+        kwargs = {}  # the kernel sorts ascending only (descending: NotImplementedError, tested below)
     assert runner.one_example(backend, op, args, kwargs, s=s) is None
 
 
@@ -121,15 +118,47 @@ def test_refusals_name_the_kernel():
         npu.TcuscanBackend(module=fake_tcuscan_ops(), device="cpu", s=8)
 
 
-def test_topk_pads_to_whole_tiles_and_keeps_real_positions():
+def test_topk_keeps_real_positions_among_ties():
     b = CpuTcuscanBackend(s=32)
-    x = np.full(10, np.iinfo(np.int16).min, np.int16)  # every value ties with the padding
+    x = np.full(10, np.iinfo(np.int16).min, np.int16)  # every value but one ties
     x[3] = 7
     v, i = b.topk(x, 4)
     assert v.tolist() == [7] + [int(np.iinfo(np.int16).min)] * 3
     assert i[0] == 3 and len(set(i.tolist())) == 4 and (i < 10).all()
     with pytest.raises(NotImplementedError, match="largest"):
         b.topk(x, 2, largest=False)
+    h = np.array([0.5, -0.0, 2.0, 0.0, 2.0, -1.0], np.float16)
+    v, i = b.topk(h, 4)  # run_topk_fp16: values largest first, ties by lower index
+    assert v.tolist() == [2.0, 2.0, 0.5, 0.0] and i[:3].tolist() == [2, 4, 0] and i[3] in (1, 3)
+    assert np.array_equal(h[i].view(np.uint16), v.view(np.uint16))
+    for bad in (np.inf, np.nan):
+        with pytest.raises(NotImplementedError, match="run_topk_fp16"):
+            b.topk(np.array([1.0, bad], np.float16), 1)
+
+
+def test_radix_sort_pads_irregular_lengths_and_takes_the_project_s_order():
+    """The kernel needs whole S^2 tiles (upstream ISSUE-52) and orders fp16 by bit pattern (-0.0 before
+    +0.0, negative NaN first); the backend pads and sorts a canonical copy, so its result is the project's
+    order (numpy's stable sort: -0.0 == +0.0 in input order, every NaN last) with values bit for bit."""
+    ops = fake_tcuscan_ops()
+    with pytest.raises(ValueError, match="multiple of S\\^2"):
+        ops.run_radix_sort(torch.ones(1000, dtype=torch.int16), 32)
+    keys = torch.tensor([0.0, -0.0, 1.0, -np.nan, np.nan, -np.inf] * 512, dtype=torch.float16)
+    v, _ = ops.run_radix_sort(keys, 32)  # the kernel's own order
+    bits = v.view(torch.int16).tolist()
+    assert bits[0] < 0 and v[512] == -np.inf and v[1024].item() == 0.0 and bits[1024] == -32768
+    assert bits[1536] == 0 and torch.isnan(v[-1])
+    b = CpuTcuscanBackend(s=32)
+    rng = np.random.default_rng(5)
+    for n in (1, 5, 1023, 1025, 3000):
+        x = rng.choice(np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan], np.float16), n)
+        x[rng.random(n) < 0.1] = np.float16(-np.nan)
+        v, i = b.radix_sort(x)
+        order = np.argsort(x, kind="stable")
+        assert np.array_equal(i, order) and np.array_equal(v.view(np.uint16), x[order].view(np.uint16))
+        y = rng.integers(-2**15, 2**15, n).astype(np.int16)
+        y[rng.random(n) < 0.2] = np.iinfo(np.int16).max  # ties with the padding
+        assert np.array_equal(b.argsort(y), np.argsort(y, kind="stable"))
 
 
 def test_constants_cached_per_s_dtype_device():

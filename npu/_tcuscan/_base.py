@@ -39,10 +39,10 @@ class TcuscanBase:
     or an ``npu._device.Device``; default: $NPU_DEVICE or "npu:0"); ``s``: the tiling parameter S (16, 32, 64 or 128); ``variant``: the
     default scan kernel ("single_core", "multi_core" or "multi_cube").
 
-    topk wraps run_topk_int16 (int16, largest only); the kernel does not
-    document which of equal values it keeps or its output order, so the values
-    are sorted here and ``topk_ties = "kernel"`` tells the conformance suite
-    to hold the indices only to x[indices] == values (distinct, in range).
+    topk wraps run_topk_int16 / run_topk_fp16 (largest only); the kernels do
+    not document which of equal values they keep or their output order, so the
+    values are sorted here and ``topk_ties = "kernel"`` tells the conformance
+    suite to hold the indices only to x[indices] == values (distinct, in range).
 
     Which kernel each method wraps, and why the others are not wrapped: the
     family modules' ``WRAPS`` and ``NOT_WRAPPED`` (npu/_tcuscan/<family>.py),
