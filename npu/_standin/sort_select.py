@@ -115,8 +115,8 @@ def run_topk_pivot_fp16(x, k, num_samples=32):
     xs = x.reshape(-1).float()
     n = xs.numel()
     tile = ns * 32
-    block_dim = max(min(AIV_CORES, -(-n // (tile * 32))), 1)
-    per_block = -(-(-(-n // tile)) // block_dim)
+    block_dim = max(min(AIV_CORES, math.ceil(n / (tile * 32))), 1)
+    per_block = math.ceil(math.ceil(n / tile) / block_dim)  # max_num_tiles_per_block_
     # the kernel starts each block at numeric_limits<half>::min() (the smallest positive normal)
     out = torch.full((block_dim,), float(torch.finfo(f16).tiny), dtype=torch.float32)
     for b in range(block_dim):
@@ -150,11 +150,12 @@ def run_histogram(x, num_bins):
     xs = x.reshape(-1)
     if x.dtype != f16 or xs.numel() == 0:
         return z  # no kernel branch: the zeros the wrapper allocated
-    lo, hi = torch.tensor(float(xs.min())), torch.tensor(float(xs.max()))  # float32, as the wrapper
+    xs = xs.float()  # exact; fp16 edges compare the same in fp32
+    lo, hi = xs.min(), xs.max()  # float32, as the wrapper's aminmax(...).item<float>()
     step = (hi - lo) / bins
     below = xs.numel()  # elements below e_0 = +inf
     for i in range(1, bins):
-        edge = (hi - i * step).to(f16)
+        edge = (hi - i * step).to(f16).float()
         less = int((xs < edge).sum())
         z[bins - i] = below - less
         below = less

@@ -15,16 +15,6 @@ UPSTREAM_PARAMETRISATIONS = 138
 
 _OFFSETS = [-127, -13, 13, 65, 129]
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """One intra-op thread: on a shared 2-core machine torch's boolean indexing with 2 threads is
-    20-30x slower (oversubscription); restored after the module."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 
 def get_lengths(s: int, max_iters: int):
     for multiplier in range(1, max_iters):

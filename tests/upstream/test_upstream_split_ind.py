@@ -14,18 +14,6 @@ pytestmark = PYTESTMARK
 UPSTREAM_PARAMETRISATIONS = 84
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """One intra-op thread: on a shared 2-core machine torch's boolean indexing with 2 threads is
-    20-30x slower (oversubscription); restored after the module."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-
-
 VEC_LENS = [
     256 - 1,
     1024 - 1,
