@@ -11,12 +11,13 @@ gathers instead: uniform 1M float32 30.0 -> 16.6 ms, power-law 1M float32
 
 ``LONG_ROW``: with hardware gathers (masked lanes cost nothing and load
 nothing), one ``simd_dot`` per row beats the two-phase batches already for rows
-of about 8 entries (attention b-4 r-4 float64 2.3 -> 1.4 ms, same machine). It is
-16 rather than 8 because batches of rows of nearly one length shorter than that
-go faster still by scalar loads (``SCALAR_SHORT``; an 8-lane gather costs more on
-Zen 3 than 8 scalar loads): attention b-2 r-2 (rows of 14) float32, 2 threads,
-in one interleaved run: 0.66 ms against 0.92 ms by simd_dot per row and 0.74 ms
-by two-phase batches.
+of about 8 entries (attention b-4 r-4 float64 2.3 -> 1.4 ms, same machine). But
+batches of rows of nearly one length go faster still by scalar loads
+(``SCALAR_SHORT``; an 8-lane gather costs more on Zen 3 than 8 scalar loads) up
+to rows of about 20 entries. Kernel alone, one thread, Zen 3 (ms, LONG_ROW 16 /
+24-32 / 48): rows of 18 (attention b-2 r-4) float32 1.58 / 1.03 / 1.02, float64
+1.76 / 1.43 / 1.41; rows of 28 (b-4 r-2) float64 1.36 / 1.81 / 1.89, float32
+1.56 / 1.49 / 1.48. 24 takes the better side of both.
 
 Imported only through ``_target.kernels("spmv")`` when the kernel level is
 avx2, i.e. the compile target has AVX2; AVX-512 targets keep LLVM's lowering,
@@ -33,7 +34,7 @@ __all__ = ["GATHER", "LONG_ROW", "SCALAR_SHORT", "emit_gather"]
 #: the marker that makes the kernels of ``_spmv_kernels`` use emit_gather
 GATHER = Gather("avx2")
 #: rows per chunk averaging at least this many entries take simd_dot per row
-LONG_ROW = 16
+LONG_ROW = 24
 #: short rows by scalar loads (see ``_spmv_kernels.SCALAR_SHORT``)
 SCALAR_SHORT = True
 

@@ -544,11 +544,15 @@ def _scalar_rows(indptr, indices, data, x, y, r, q, lo, hi):
     """y[t] = _scalar_dot of row t for r <= t < q, whose entries lie in [lo, hi) and whose
     column indices are all valid; a row outside [lo, hi) gives 0 and True is returned.
     A function of its own (not inlined): LLVM schedules this loop much better alone
-    (measured: 0.5 ms of 1.25 ms saved on the b-2 r-2 attention matrix)."""
+    (measured: 0.5 ms of 1.25 ms saved on the b-2 r-2 attention matrix). Each row's end
+    offset is carried over as the next row's start (one load of indptr per row), and the
+    row counter is unsigned (no negative-index wrap-around per access): 10% less time on
+    the short rows of b-2 r-2 (0.67 -> 0.60 ms, one thread)."""
     bad = False
-    for t in range(r, q):
-        s0 = np.int64(indptr[t])
-        s1 = np.int64(indptr[t + 1])
+    s1 = np.int64(indptr[r])
+    for t in range(_U(r), _U(q)):
+        s0 = s1
+        s1 = np.int64(indptr[t + _U(1)])
         if s0 < lo or s1 > hi or s0 > s1:
             bad = True
             y[t] = 0
@@ -576,19 +580,16 @@ def _umax(indices, a, b):
 
 @njit(cache=True)
 def _regular(indptr, r, q, spread):
-    """Whether rows r..q-1 have non-negative lengths that differ by at most ``spread``;
-    stops at the first row that shows otherwise, so irregular batches cost a few rows."""
+    """Whether rows r..q-1 have non-negative lengths that differ by at most ``spread``.
+    One pass with no early exit, so LLVM vectorizes it (the early-exit loop it replaces
+    cost 8% of the b-2 r-2 attention matrix's short rows)."""
     lmin = np.int64(indptr[r + 1]) - np.int64(indptr[r])
     lmax = lmin
-    if lmin < 0:
-        return False
     for t in range(_U(r + 1), _U(q)):
         nt = np.int64(indptr[t + _U(1)]) - np.int64(indptr[t])
         lmin = min(lmin, nt)
         lmax = max(lmax, nt)
-        if lmin < 0 or lmax - lmin > spread:
-            return False
-    return True
+    return lmin >= 0 and lmax - lmin <= spread
 
 
 @njit(cache=True, inline="always")
