@@ -17,7 +17,11 @@ batches of rows of nearly one length go faster still by scalar loads
 to rows of about 20 entries. Kernel alone, one thread, Zen 3 (ms, LONG_ROW 16 /
 24-32 / 48): rows of 18 (attention b-2 r-4) float32 1.58 / 1.03 / 1.02, float64
 1.76 / 1.43 / 1.41; rows of 28 (b-4 r-2) float64 1.36 / 1.81 / 1.89, float32
-1.56 / 1.49 / 1.48. 24 takes the better side of both.
+1.56 / 1.49 / 1.48. 24 takes the better side of both. The row length is only a
+proxy: what simd_dot gains from is runs of consecutive columns a whole vector long
+(contiguous loads instead of gathers). Rows of 26 in runs of 2 (b-2 r-8) lose by it
+(LONG_ROW 24 / 48: float32 1.89 / 1.54 ms, float64 2.43 / 2.12), rows of 28-36 in
+runs of 4 (b-4 r-2, r-4) float64 gain (1.49 / 2.06, 1.69 / 2.28).
 
 Imported only through ``_target.kernels("spmv")`` when the kernel level is
 avx2, i.e. the compile target has AVX2; AVX-512 targets keep LLVM's lowering,
