@@ -29,6 +29,7 @@ from ._fast.scanfamily import (
     weighted_sample,
 )
 from ._fast.segops import compress, compress_ind, scan, segment_sum_csr, segmented_scan, segmented_sum
+from ._fast.segreduce import gather_csr, scatter, segment_coo, segment_csr
 from ._fast.sparse_products import spgemm, spmm
 from ._fast.spmv import spmv
 from .registry import REGISTRY
@@ -38,7 +39,8 @@ _target.level()  # a bad MMVREF_SIMD fails here, at import, with the reason
 __version__ = "0.1.0"
 
 __all__ = [
-    "scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "compress", "compress_ind", "spmv",
+    "scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "segment_csr", "segment_coo", "scatter",
+    "gather_csr", "compress", "compress_ind", "spmv",
     "batched_scan", "split", "split_ind", "radix_sort", "argsort", "topk", "weighted_sample", "top_p_sample",
     "spmm", "spgemm",
     "golden", "mmv", "bounds", "registry", "REGISTRY", "show_config", "__version__",

@@ -209,6 +209,13 @@ def _leave():
         _gate.notify_all()
 
 
+def _tracing() -> bool:
+    """torch.compile is tracing the call: it runs as torch custom ops (no kernel launch here),
+    and Dynamo cannot trace the gate's lock."""
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_compiling()
+
+
 def guarded(fn):
     """Decorator for a public fast op. The outermost op call of a thread passes a
     gate: one op at a time while the layer is workqueue (it aborts the process on
@@ -218,7 +225,7 @@ def guarded(fn):
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
-        if getattr(_tls, "depth", 0):
+        if getattr(_tls, "depth", 0) or _tracing():
             return fn(*args, **kwargs)
         mode = _mode if _mode is not None else _settle()
         if mode == "omp-forked":

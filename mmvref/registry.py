@@ -43,6 +43,10 @@ SPMV_FP = ("integers exact; floats: golden = differences of global prefix sums o
 COPY = "exact copy (values are moved, never combined)"
 ROW_FP = ("integers exact; floats: fast = each row accumulated in index order, |err_i| <= i u sum_{j<=i} |x_j|; "
           "golden = ScanU tile scans plus carries, |err_i| <= (s + i/s) u sum_{j<=i} |x_j|")
+SEGMENT_ND_FP = ("integers exact; floats: fast = each (segment, feature) reduced in position order in the result "
+                 "dtype, |err| <= (len + parts) u sum|x| for sum/mean (parts: pieces of a segment split among "
+                 "threads, or of scatter's private copies), min/max exact (an element), prod |rel err| <= len u; "
+                 "golden (sum/mean only) = prefix differences over every column laid end to end, as spmv")
 SAMPLE_FP = ("an index, compared exactly; integer weights exact; float weights: the fast op's float64 sums are "
              "sequential (bit-equal to np.cumsum), the golden op's are blocked (MCScan), and the two can differ "
              "only where u*sum lies within 2 n u64 sum|w| of a cumulative sum (DEVELOPERS.md)")
@@ -100,6 +104,7 @@ _G = "mmvref.golden:"
 _F = "mmvref._fast.segops:"
 _B = "mmvref.bounds:"
 _S = "mmvref._fast.scanfamily:"
+_R = "mmvref._fast.segreduce:"
 
 _SPECS = (
     OpSpec("scan", "scan(x, *, exclusive=False, dtype=None, overflow='raise') -> z, z[i] = sum(x[:i+1])",
@@ -115,6 +120,25 @@ _SPECS = (
            "segment_sum_csr(x, indptr, *, dtype=None, overflow='raise') -> sums of x[indptr[r]:indptr[r+1]]",
            VALUE_RULE, _G + "segment_sum_csr", _F + "segment_sum_csr", _B + "scd", PREFIX_DIFF_FP,
            "App. A.3.3 Alg. 4 lines 3-5"),
+    # N-d segment reductions (issue 17): any rank, reduced along ``axis``; golden = sum/mean
+    OpSpec("segment_csr",
+           "segment_csr(src, indptr, *, axis=0, reduce='sum', return_arg=False, dtype=None, overflow='raise', "
+           "out=None) -> src reduced along axis over indptr[n]:indptr[n+1] (sum/mean/min/max/prod)",
+           VALUE_RULE, _G + "segment_csr", _R + "segment_csr", _B + "scd", SEGMENT_ND_FP,
+           "App. A.3.3 Alg. 4 lines 3-5, every column at once (as SpMM)"),
+    OpSpec("segment_coo",
+           "segment_coo(src, index, *, axis=0, dim_size=None, reduce='sum', return_arg=False, dtype=None, "
+           "overflow='raise', out=None) -> src reduced along axis by a sorted segment id per position",
+           VALUE_RULE, _G + "segment_coo", _R + "segment_coo", _B + "scd", SEGMENT_ND_FP,
+           "offsets from the sorted ids, then segment_csr"),
+    OpSpec("scatter",
+           "scatter(src, index, *, axis=0, dim_size=None, reduce='sum', return_arg=False, dtype=None, "
+           "overflow='raise', out=None) -> src reduced along axis by a segment id per position, any order",
+           VALUE_RULE, _G + "scatter", _R + "scatter", _B + "scd", SEGMENT_ND_FP,
+           "Ascend §5 radix sort of the ids (stable), GATHER, then segment_csr"),
+    OpSpec("gather_csr", "gather_csr(src, indptr, *, axis=0, out=None) -> src[n] repeated over indptr[n]:indptr[n+1]",
+           KEEP_DTYPE, _G + "gather_csr", _R + "gather_csr", _B + "compress", COPY,
+           "Alg. 1 scan of the segment starts, then GATHER (segment_csr's sum backward)"),
     OpSpec("compress", "compress(x, mask) -> x[mask == 1]", KEEP_DTYPE, _G + "compress", _F + "compress",
            _B + "compress", COPY, "§2 COMPRESS (Thm 4.2 proof)"),
     OpSpec("compress_ind", "compress_ind(x, mask) -> (x[mask == 1], their indices int64)", KEEP_DTYPE,

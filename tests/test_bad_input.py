@@ -331,7 +331,20 @@ def test_malformed_indices(bad):
 # ----------------------------------------------------------------------------- wrong kinds of arguments
 
 BAD_BOOLS = [1, 0, "yes", None, 2.5, np.int64(1), [True]]
-BAD_DTYPES = ["int33", "foo", 3, np.uint8, np.complex64, "bool", np.float16, object]
+BAD_DTYPES = ["int33", "foo", 3, np.uint8, np.complex64, "bool", object]
+
+
+def test_dtype_float16_result():
+    """The segment ops take every value dtype as a result dtype (float16: rounded from float32
+    sums, int8/int16: checked like int32); batched_scan keeps its four result dtypes."""
+    x = np.arange(5, dtype=np.int32)
+    r = mmvref.scan(x, dtype=np.float16)
+    assert r.dtype == np.float16 and r.tolist() == [0, 1, 3, 6, 10]
+    assert mmvref.segment_sum_csr(x, [0, 5], dtype=np.int8).tolist() == [10]
+    with pytest.raises(OverflowError):
+        mmvref.segment_sum_csr(np.full(300, 100, np.int32), [0, 300], dtype=np.int8)
+    with pytest.raises(TypeError, match="dtype"):
+        mmvref.batched_scan(x[None], dtype=np.float16)
 
 
 @pytest.mark.parametrize("v", BAD_BOOLS, ids=repr)
@@ -409,8 +422,10 @@ def test_torch_boundary():
     import npu.torch_ops  # noqa: F401
 
     bf = torch.ones(3, dtype=torch.bfloat16)
-    for call in (lambda: mmvref.scan(bf), lambda: mmvref.segmented_sum(bf, torch.ones(3, dtype=torch.bool)),
-                 lambda: mmvref.radix_sort(bf), lambda: torch.ops.mmv.scan(bf)):
+    # the segment ops take bfloat16 (through their torch ops: float32 accumulation, bfloat16 out)
+    assert mmvref.scan(bf).dtype == torch.bfloat16 and mmvref.scan(bf).tolist() == [1, 2, 3]
+    assert mmvref.segmented_sum(bf, torch.tensor([1, 0, 0], dtype=torch.bool)).tolist() == [3]
+    for call in (lambda: mmvref.radix_sort(bf), lambda: torch.ops.mmv.scan(bf)):
         with pytest.raises(TypeError, match="x.*bfloat16"):
             call()
     with pytest.raises(TypeError, match="flags"):

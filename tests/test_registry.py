@@ -65,6 +65,18 @@ def _case(draw, op):
             return s, (A, D), (A.indptr, A.indices, A.data, D)
         B = sps.csr_matrix((rng.integers(-50, 51, (6, 5)) * (rng.random((6, 5)) < 0.4)).astype(dt))
         return s, (A, B), (A, B)
+    if op in ("segment_csr", "segment_coo", "scatter", "gather_csr"):  # 2-D: two feature columns
+        x2 = np.stack([x, x[::-1]], axis=1)
+        cuts = np.sort(rng.integers(0, n + 1, int(rng.integers(0, n + 3))))
+        ptr = np.concatenate([[0], cuts, [n]]).astype(np.int64)
+        if op == "segment_csr":
+            return s, (x2, ptr), (x2, ptr)
+        if op == "gather_csr":
+            g = x2[: len(ptr) - 1] if len(ptr) - 1 <= n else np.resize(x2, (len(ptr) - 1, 2))
+            return s, (g, ptr), (g, ptr)
+        ids = rng.integers(0, 5, n)
+        ids = np.sort(ids) if op == "segment_coo" else ids
+        return s, (x2, ids), (x2, ids)
     if op in ("scan", "radix_sort", "argsort"):
         return s, (x,), (x,)
     if op == "batched_scan":

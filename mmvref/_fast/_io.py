@@ -38,6 +38,25 @@ def to_numpy(a, name: str):
     return a.detach().resolve_conj().resolve_neg().numpy()
 
 
+def needs_torch_op(*arrays) -> bool:
+    """Whether a public op must run as its torch custom op (``mmvref._torch_ops``): a torch
+    tensor among ``arrays`` that requires grad under grad mode (the result must carry the
+    autograd graph, never come back silently detached), that is being traced by
+    torch.compile, or that is not a real CPU tensor (fake/meta tensors hold no data)."""
+    for a in arrays:
+        if not is_tensor(a):
+            continue
+        import torch
+
+        if torch.compiler.is_compiling() or (a.requires_grad and torch.is_grad_enabled()):
+            return True
+        if a.device.type == "meta" or "Fake" in type(a).__name__ or "Functional" in type(a).__name__:
+            return True
+        if a.dtype == torch.bfloat16:  # numpy has no bfloat16: the torch ops accumulate it in float32
+            return True
+    return False
+
+
 def like_input(result, template):
     """Return ``result`` as a torch tensor when ``template`` was one."""
     if not is_tensor(template):

@@ -28,7 +28,8 @@ from .._threading import guarded
 from .._validate import as_flags, as_indptr, as_values, check_bool, check_overflow
 from . import _seg_kernels as K
 from . import _target
-from ._io import like_input, to_numpy
+from . import segreduce as SR
+from ._io import like_input, needs_torch_op, to_numpy
 
 __all__ = ["scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "compress", "compress_ind"]
 
@@ -181,7 +182,7 @@ def _int64_may_overflow(x) -> bool:
 # ----------------------------------------------------------------------------- scan
 
 @guarded
-def scan(x, *, exclusive=False, dtype=None, overflow="raise"):
+def _scan_1d(x, *, exclusive=False, dtype=None, overflow="raise"):
     """Inclusive (or exclusive) prefix sum of a 1-D array: z[i] = sum(x[:i+1]) (x[:i]).
 
     Parameters: x (1-D, int8/16/32/64 or fp16/32/64; numpy, array-like or torch
@@ -194,7 +195,7 @@ def scan(x, *, exclusive=False, dtype=None, overflow="raise"):
     check_overflow(overflow)
     exclusive = check_bool(exclusive, "exclusive")
     if _narrowing(x, rdt):
-        return like_input(_narrow(lambda d: scan(x, exclusive=exclusive, dtype=d, overflow=overflow),
+        return like_input(_narrow(lambda d: _scan_1d(x, exclusive=exclusive, dtype=d, overflow=overflow),
                                   "scan", overflow), src)
     n = x.size
     out = np.empty(n, dtype=rdt)
@@ -245,7 +246,7 @@ def scan(x, *, exclusive=False, dtype=None, overflow="raise"):
 # ----------------------------------------------------------------------------- segmented scan
 
 @guarded
-def segmented_scan(x, flags, *, exclusive=False, dtype=None, overflow="raise"):
+def _segmented_scan_1d(x, flags, *, exclusive=False, dtype=None, overflow="raise"):
     """Segmented prefix sum (Problem 2.1): z[i] = x[i] if i == 0 or flags[i] else z[i-1] + x[i].
 
     ``flags`` (bool/int8/uint8, 0/1, same length) mark segment starts. With
@@ -259,7 +260,7 @@ def segmented_scan(x, flags, *, exclusive=False, dtype=None, overflow="raise"):
     check_overflow(overflow)
     exclusive = check_bool(exclusive, "exclusive")
     if _narrowing(x, rdt):
-        return like_input(_narrow(lambda d: segmented_scan(x, f, exclusive=exclusive, dtype=d, overflow=overflow),
+        return like_input(_narrow(lambda d: _segmented_scan_1d(x, f, exclusive=exclusive, dtype=d, overflow=overflow),
                                   "segmented_scan", overflow), src)
     n = x.size
     out = np.empty(n, dtype=rdt)
@@ -309,7 +310,7 @@ def segmented_scan(x, flags, *, exclusive=False, dtype=None, overflow="raise"):
 # ----------------------------------------------------------------------------- segmented sum
 
 @guarded
-def segmented_sum(x, flags, *, dtype=None, overflow="raise"):
+def _segmented_sum_1d(x, flags, *, dtype=None, overflow="raise"):
     """One sum per segment, in order. ``flags`` mark segment starts (position 0
     always starts one), so there are 1 + (set flags after position 0) segments
     for len(x) >= 1, and none for len(x) == 0.
@@ -325,7 +326,7 @@ def segmented_sum(x, flags, *, dtype=None, overflow="raise"):
     rdt = _result_dtype(x, dtype, "segmented_sum")
     check_overflow(overflow)
     if _narrowing(x, rdt):
-        return like_input(_narrow(lambda d: segmented_sum(x, f, dtype=d, overflow=overflow),
+        return like_input(_narrow(lambda d: _segmented_sum_1d(x, f, dtype=d, overflow=overflow),
                                   "segmented_sum", overflow), src)
     n = x.size
     if n == 0:
@@ -444,7 +445,7 @@ def _check_indptr_order(ip, share):
 
 
 @guarded
-def segment_sum_csr(x, indptr, *, dtype=None, overflow="raise"):
+def _segment_sum_csr_1d(x, indptr, *, dtype=None, overflow="raise"):
     """Sums of x over the segments x[indptr[r]:indptr[r+1]]; empty segments give 0.
 
     ``indptr``: integers, indptr[0] == 0, non-decreasing, indptr[-1] == len(x).
@@ -457,7 +458,7 @@ def segment_sum_csr(x, indptr, *, dtype=None, overflow="raise"):
     rdt = _result_dtype(x, dtype, "segment_sum_csr")
     check_overflow(overflow)
     if _narrowing(x, rdt):
-        return like_input(_narrow(lambda d: segment_sum_csr(x, ip, dtype=d, overflow=overflow),
+        return like_input(_narrow(lambda d: _segment_sum_csr_1d(x, ip, dtype=d, overflow=overflow),
                                   "segment_sum_csr", overflow), src)
     m = ip.size - 1
     n = x.size
@@ -585,3 +586,138 @@ def compress_ind(x, mask):
     K.compress_ind_kernel(xb, m, starts, bases, bb, idx)
     K.compress_ind_repair(xb, m, starts, bases, bb, idx)
     return like_input(buf[:total], src), like_input(idx[:total], src)
+
+
+# ----------------------------------------------------------------------------- public entry points
+# One boundary for the four ops above: torch tensors that need autograd (or are being traced) go
+# to the torch custom ops; N-d inputs (and 1-D ones asking for another reduction) to ``segreduce``;
+# 1-D inputs to the 1-D kernels; ``dtype=`` beyond the kernels' four result dtypes and ``out=``
+# are settled here, once.
+
+@guarded
+def scan(x, *, axis=None, exclusive=False, dtype=None, overflow="raise", out=None):
+    """Inclusive (or exclusive) prefix sums along ``axis``, like ``np.cumsum(x, axis)``:
+    z[..., i, ...] = sum of x[..., :i+1, ...] (``exclusive``: x[..., :i, ...]).
+
+    Parameters: x (any rank, int8/16/32/64 or fp16/32/64; numpy, array-like or
+    torch CPU tensor); axis (None: x flattened, as np.cumsum); exclusive; dtype
+    (result dtype; default the project rule); overflow ("raise" or "wrap"); out
+    (an array of the result's shape and dtype to write into). A 1-D scan is
+    split among threads by chunks; rows (the scanned axis last) are scanned in
+    parallel; other axes scan each (batch, feature) column, features inside the
+    kernel. torch in -> torch out (with autograd when x requires grad).
+    """
+    if needs_torch_op(x):
+        from .. import _torch_ops
+
+        return _torch_ops.scan(x, axis=axis, exclusive=exclusive, dtype=dtype, overflow=overflow, out=out)
+    src = x
+    x = SR.values_nd(x, "x")
+    if axis is None:
+        x = x.reshape(-1)
+        axis = 0
+    axis = SR.norm_axis(axis, x.ndim)
+    check_overflow(overflow)
+    exclusive = check_bool(exclusive, "exclusive")
+    B = int(np.prod(x.shape[:axis], dtype=np.int64))
+    F = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
+    if B == 1 and F == 1:
+        cdt, fin = SR.dtypes(x, dtype, "scan")
+        SR.check_out(out, x.shape, fin)
+        res = _scan_1d(x.reshape(-1), exclusive=exclusive, dtype=cdt, overflow=overflow).reshape(x.shape)
+        return SR.deliver(SR.finish(res, None, cdt, fin, overflow, "scan"), out, src)
+    if F == 1 and x.shape[axis]:
+        from .scanfamily import batched_scan
+
+        cdt, fin = SR.dtypes(x, dtype, "scan")
+        SR.check_out(out, x.shape, fin)
+        rows = np.ascontiguousarray(x).reshape(B, x.shape[axis])
+        res = batched_scan(rows, exclusive=exclusive, dtype=cdt, overflow=overflow).reshape(x.shape)
+        return SR.deliver(SR.finish(res, None, cdt, fin, overflow, "scan"), out, src)
+    return SR.nd_scan(src, x, None, axis, exclusive, dtype, overflow, out, "scan")
+
+
+@guarded
+def segmented_scan(x, flags, *, axis=0, exclusive=False, dtype=None, overflow="raise", out=None):
+    """Segmented prefix sums along ``axis`` (Problem 2.1): z[i] = x[i] where i == 0 or
+    flags[i], else z[i-1] + x[i], for every (batch, feature) column.
+
+    ``flags`` (1-D, bool/int8/uint8 holding 0/1, length x.shape[axis]) mark segment
+    starts. With ``exclusive=True`` each segment's first output is 0 and z[i] sums
+    the segment's elements before i. dtype / overflow / out: as ``scan``.
+    """
+    if needs_torch_op(x):
+        from .. import _torch_ops
+
+        return _torch_ops.segmented_scan(x, flags, axis=axis, exclusive=exclusive, dtype=dtype,
+                                         overflow=overflow, out=out)
+    src = x
+    x = SR.values_nd(x, "x")
+    axis = SR.norm_axis(axis, x.ndim)
+    check_overflow(overflow)
+    if x.ndim == 1:
+        cdt, fin = SR.dtypes(x, dtype, "segmented_scan")
+        SR.check_out(out, x.shape, fin)
+        res = _segmented_scan_1d(x, flags, exclusive=exclusive, dtype=cdt, overflow=overflow)
+        return SR.deliver(SR.finish(res, None, cdt, fin, overflow, "segmented_scan"), out, src)
+    return SR.nd_scan(src, x, flags, axis, exclusive, dtype, overflow, out, "segmented_scan")
+
+
+@guarded
+def segmented_sum(x, flags, *, axis=0, reduce="sum", return_arg=False, dtype=None, overflow="raise", out=None):
+    """One reduction per segment along ``axis``, in order; ``flags`` (1-D 0/1, length
+    x.shape[axis]) mark segment starts (position 0 always starts one), so there are
+    1 + (set flags after position 0) segments for a non-empty axis, and none for an
+    empty one.
+
+    reduce: "sum" (default), "mean", "min", "max", "prod"; ``return_arg`` (min/max)
+    also returns the int64 positions chosen. Semantics of the reductions, empty
+    input, NaN and dtypes: ``mmvref._fast.segreduce``. Integer sums are exact;
+    1-D float sums accumulate each segment in index order (a segment crossing a
+    chunk boundary gets one extra rounding per boundary).
+    """
+    if needs_torch_op(x):
+        from .. import _torch_ops
+
+        return _torch_ops.segmented_sum(x, flags, axis=axis, reduce=reduce, return_arg=return_arg, dtype=dtype,
+                                        overflow=overflow, out=out)
+    src = x
+    x = SR.values_nd(x, "x")
+    if x.ndim == 1 and SR.reduce_code(reduce) == SR.R.SUM and not return_arg:
+        SR.norm_axis(axis, 1)
+        cdt, fin = SR.dtypes(x, dtype, "segmented_sum")
+        check_overflow(overflow)
+        res = _segmented_sum_1d(x, flags, dtype=cdt, overflow=overflow)
+        SR.check_out(out, res.shape, fin)
+        return SR.deliver(SR.finish(res, None, cdt, fin, overflow, "segmented_sum"), out, src)
+    return SR.nd_segmented_sum(src, x, flags, axis, reduce, return_arg, dtype, overflow, out)
+
+
+@guarded
+def segment_sum_csr(x, indptr, *, axis=0, dtype=None, overflow="raise", out=None):
+    """Sums of x over the segments indptr[r]:indptr[r+1] along ``axis``; empty segments give 0.
+
+    ``indptr``: integers, indptr[0] == 0, non-decreasing, indptr[-1] == x.shape[axis].
+    Returns x.shape with the axis replaced by len(indptr) - 1. Rows are split among
+    threads by element count; a row longer than a thread's share is itself split.
+    ``segment_csr(x, indptr, reduce=...)`` takes the other reductions.
+    """
+    if needs_torch_op(x):
+        from .. import _torch_ops
+
+        return _torch_ops.segment_csr(x, indptr, axis=axis, reduce="sum", return_arg=False, dtype=dtype,
+                                      overflow=overflow, out=out)
+    src = x
+    x = SR.values_nd(x, "x")
+    if x.ndim == 1:
+        SR.norm_axis(axis, 1)
+        cdt, fin = SR.dtypes(x, dtype, "segment_sum_csr")
+        check_overflow(overflow)
+        res = _segment_sum_csr_1d(x, indptr, dtype=cdt, overflow=overflow)
+        SR.check_out(out, res.shape, fin)
+        return SR.deliver(SR.finish(res, None, cdt, fin, overflow, "segment_sum_csr"), out, src)
+    axis = SR.norm_axis(axis, x.ndim)
+    check_overflow(overflow)
+    ip = as_indptr(to_numpy(indptr, "indptr"), "indptr", nnz=x.shape[axis])
+    return SR.reduce_nd(src, x, axis, ip, np.zeros(0, np.int64), "sum", False, dtype, overflow, out,
+                        "segment_sum_csr", ip.size - 1)

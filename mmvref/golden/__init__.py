@@ -53,6 +53,7 @@ from .scan_operators import (
     topk,
     weighted_sample,
 )
+from .segment_nd import gather_csr, scatter, segment_coo, segment_csr
 from .segmented import (
     compress,
     compress_ind,
@@ -96,4 +97,6 @@ __all__ = [
     # SpMM / SpGEMM (tca-spmm-tensor-cores, sparse-workspaces-compilation)
     "spmm", "spmm_tca", "gather_rows", "column_segment_sums", "tca_warps", "tca_fragment_product",
     "spgemm_esc", "spgemm_gustavson", "spgemm_ism", "ISM_POLICIES",
+    # N-d segment reductions (sum / mean)
+    "segment_csr", "segment_coo", "scatter", "gather_csr",
 ]

@@ -1,0 +1,633 @@
+"""mmvref.torch_scatter (torch_scatter's API) and the torch custom ops of mmvref._torch_ops.
+
+Expected values come from torch_scatter's documented behaviour, computed by an independent
+plain-Python-loop oracle over every element (never by the code under test): the output cell of
+src[..., e, ...] is the same position with index[..., e, ...] in place of e (index broadcast as
+torch_scatter documents); empty segments give 0 (scatter_mul: 1) and arg = src.size(dim); integer
+mean floors for scatter_mean and truncates toward zero for segment_*_csr/_coo; min/max return the
+first position of the extreme value.
+
+Inputs are small integers or halves, so every sum and product is exact in every dtype (float16 and
+bfloat16 included) and only mean rounds: float results are compared within a few units of the
+result dtype's rounding.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+torch = pytest.importorskip("torch")
+
+import mmvref  # noqa: E402
+import mmvref.torch_scatter as ts  # noqa: E402
+from mmvref import _torch_ops as T  # noqa: E402
+
+DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int64]
+FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+TOL = {torch.float16: (2e-3, 2e-3), torch.bfloat16: (1e-2, 1e-2), torch.float32: (1e-5, 1e-5),
+       torch.float64: (1e-12, 1e-12)}
+
+
+# ----------------------------------------------------------------------------- oracle
+
+def _py(t):
+    """Elements of ``t`` as Python numbers (float64 values for floats, ints for integers)."""
+    return t.double().tolist() if t.is_floating_point() else t.long().tolist()
+
+
+def _at(nested, p):
+    for i in p:
+        nested = nested[i]
+    return nested
+
+
+def _reduce_group(items, reduce, int_mean, E):
+    """items: [(position along dim, value)] in position order -> (value, arg)."""
+    if not items:
+        return (1 if reduce == "mul" else 0), E
+    vals = [v for _, v in items]
+    if reduce in ("sum", "add"):
+        return sum(vals), None
+    if reduce == "mul":
+        return math.prod(vals), None
+    if reduce == "mean":
+        s, n = sum(vals), len(vals)
+        if isinstance(s, float):
+            return s / n, None
+        if int_mean == "floor":
+            return s // n, None
+        return (abs(s) // n) * (1 if s >= 0 else -1), None
+    key = (lambda pv: (pv[1], pv[0])) if reduce == "min" else (lambda pv: (-pv[1], pv[0]))
+    pos, v = min(items, key=key)
+    return v, pos
+
+
+def oracle_index(src, idx, d, n, reduce, int_mean="floor"):
+    """Reduce src along d into n cells by ``idx`` (src's full shape). Returns (values, arg) as float64 /
+    int64 tensors of the output shape."""
+    shape = list(src.shape)
+    out_shape = shape[:d] + [n] + shape[d + 1:]
+    groups = {c: [] for c in itertools.product(*[range(s) for s in out_shape])}
+    sv, iv = _py(src), idx.long().tolist()
+    for p in itertools.product(*[range(s) for s in shape]):
+        c = list(p)
+        c[d] = _at(iv, p)
+        groups[tuple(c)].append((p[d], _at(sv, p)))
+    flt = src.is_floating_point()
+    vals = torch.zeros(out_shape, dtype=torch.float64 if flt else torch.int64)
+    arg = torch.full(out_shape, shape[d], dtype=torch.int64)
+    for c, items in groups.items():
+        v, a = _reduce_group(items, reduce, int_mean, shape[d])
+        vals[c] = v
+        if a is not None:
+            arg[c] = a
+    return vals, arg
+
+
+def oracle_csr(src, indptr_rows, d, reduce, int_mean="trunc"):
+    """segment_csr by per-batch offsets: ``indptr_rows(b)`` gives the 1-D offsets for batch multi-index
+    b (the dimensions before d). Positions outside indptr[0]:indptr[-1] are ignored."""
+    shape = list(src.shape)
+    n = len(indptr_rows(tuple(0 for _ in range(d)))) - 1
+    idx = torch.full(shape, -1, dtype=torch.int64)
+    for p in itertools.product(*[range(s) for s in shape]):
+        ptr = indptr_rows(p[:d])
+        for k in range(n):
+            if ptr[k] <= p[d] < ptr[k + 1]:
+                idx[p] = k
+    keep = idx >= 0
+    # positions outside every segment go to an extra cell n, dropped afterwards
+    vals, arg = oracle_index(src, torch.where(keep, idx, n), d, n + 1, reduce, int_mean)
+    return vals.narrow(d, 0, n), arg.narrow(d, 0, n)
+
+
+def check(res, expected, dtype):
+    assert res.dtype == dtype, (res.dtype, dtype)
+    assert tuple(res.shape) == tuple(expected.shape)
+    if dtype in FLOATS:
+        rtol, atol = TOL[dtype]
+        torch.testing.assert_close(res.double(), expected.double(), rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        assert torch.equal(res.long(), expected.long()), (res, expected)
+
+
+# ----------------------------------------------------------------------------- inputs
+
+def make_src(shape, dtype, reduce, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    numel = math.prod(shape)
+    if reduce in ("min", "max"):  # distinct values: the arg is unambiguous
+        v = (torch.randperm(numel, generator=g) - numel // 2).double()
+    elif reduce == "mul":
+        v = torch.randint(-2, 3, (numel,), generator=g).double()
+        v[v == 0] = 1.0
+    else:
+        v = torch.randint(-8, 9, (numel,), generator=g).double()
+    if dtype in FLOATS and reduce not in ("min", "max", "mul"):
+        v = v / 2
+    return v.reshape(shape).to(dtype)
+
+
+RANKS = {  # rank -> (src shape, dim)
+    1: ((11,), 0),
+    2: ((11, 3), 0),
+    3: ((2, 11, 3), 1),
+}
+INDEX = torch.tensor([4, 0, 4, 1, 0, 6, 1, 4, 0, 6, 1])  # cells 2, 3, 5 (and 7.. with dim_size) empty
+INDPTR = torch.tensor([0, 2, 2, 5, 5, 9, 11])              # segments 1 and 3 empty
+SORTED = torch.tensor([0, 0, 2, 2, 2, 3, 5, 5, 5, 5, 6])   # cells 1 and 4 empty
+
+
+def full_index(index1, shape, d):
+    view = [1] * len(shape)
+    view[d] = -1
+    return index1.view(view).expand(shape)
+
+
+# ----------------------------------------------------------------------------- forward: scatter
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("reduce", ["sum", "add", "mul", "mean", "min", "max"])
+def test_scatter(reduce, dtype, rank):
+    shape, d = RANKS[rank]
+    src = make_src(shape, dtype, reduce)
+    dim_size = 9
+    ev, ea = oracle_index(src, full_index(INDEX, shape, d), d, dim_size, reduce, "floor")
+    res = ts.scatter(src, INDEX, dim=d, dim_size=dim_size, reduce=reduce)
+    check(res, ev, dtype)
+    # negative dim and the default dim_size (index.max() + 1)
+    res = ts.scatter(src, INDEX, dim=d - len(shape), reduce=reduce)
+    check(res, ev.narrow(d, 0, 7), dtype)
+    fn = {"sum": ts.scatter_sum, "add": ts.scatter_add, "mul": ts.scatter_mul, "mean": ts.scatter_mean,
+          "min": ts.scatter_min, "max": ts.scatter_max}[reduce]
+    res = fn(src, INDEX, d, None, dim_size)
+    if reduce in ("min", "max"):
+        check(res[0], ev, dtype)
+        assert res[1].dtype == torch.int64 and torch.equal(res[1], ea)
+    else:
+        check(res, ev, dtype)
+
+
+def test_scatter_default_dim_is_last():
+    src = make_src((3, 11), torch.float32, "sum")
+    ev, _ = oracle_index(src, full_index(INDEX, (3, 11), 1), 1, 7, "sum")
+    check(ts.scatter(src, INDEX), ev, torch.float32)
+    check(ts.scatter_sum(src, INDEX), ev, torch.float32)
+
+
+def test_scatter_empty_segments_and_empty_src():
+    src = torch.tensor([5.0, -3.0])
+    v, a = ts.scatter_max(src, torch.tensor([2, 2]), dim_size=4)
+    assert v.tolist() == [0.0, 0.0, 5.0, 0.0] and a.tolist() == [2, 2, 0, 2]
+    assert ts.scatter_mul(src, torch.tensor([0, 0]), dim_size=2).tolist() == [-15.0, 1.0]
+    e = torch.zeros(0, 3)
+    assert ts.scatter_sum(e, torch.zeros(0, dtype=torch.int64), dim=0).shape == (0, 3)
+    v, a = ts.scatter_min(e, torch.zeros(0, dtype=torch.int64), dim=0, dim_size=2)
+    assert v.shape == (2, 3) and torch.equal(v, torch.zeros(2, 3)) and torch.equal(a, torch.zeros(2, 3).long())
+
+
+def test_scatter_mean_integer_floors():
+    src = torch.tensor([-3, -4, 5, 2], dtype=torch.int32)
+    res = ts.scatter_mean(src, torch.tensor([0, 0, 1, 1]))
+    assert res.dtype == torch.int32 and res.tolist() == [-4, 3]  # -7 // 2 = -4, 7 // 2 = 3
+
+
+# ----------------------------------------------------------------------------- forward: segment_csr / coo
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("reduce", ["sum", "add", "mean", "min", "max"])
+def test_segment_csr(reduce, dtype, rank):
+    shape, d = RANKS[rank]
+    src = make_src(shape, dtype, reduce)
+    indptr = INDPTR.view([1] * d + [-1])  # torch_scatter: the reduced dim is indptr.dim() - 1
+    ev, ea = oracle_csr(src, lambda b: INDPTR.tolist(), d, reduce, "trunc")
+    check(ts.segment_csr(src, indptr, reduce=reduce), ev, dtype)
+    fn = {"sum": ts.segment_sum_csr, "add": ts.segment_add_csr, "mean": ts.segment_mean_csr,
+          "min": ts.segment_min_csr, "max": ts.segment_max_csr}[reduce]
+    res = fn(src, indptr)
+    if reduce in ("min", "max"):
+        check(res[0], ev, dtype)
+        assert torch.equal(res[1], ea)
+    else:
+        check(res, ev, dtype)
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("reduce", ["sum", "add", "mean", "min", "max"])
+def test_segment_coo(reduce, dtype, rank):
+    shape, d = RANKS[rank]
+    src = make_src(shape, dtype, reduce)
+    index = SORTED.view([1] * d + [-1])
+    ev, ea = oracle_index(src, full_index(SORTED, shape, d), d, 9, reduce, "trunc")
+    check(ts.segment_coo(src, index, dim_size=9, reduce=reduce), ev, dtype)
+    check(ts.segment_coo(src, index, reduce=reduce), ev.narrow(d, 0, 7), dtype)
+    fn = {"sum": ts.segment_sum_coo, "add": ts.segment_add_coo, "mean": ts.segment_mean_coo,
+          "min": ts.segment_min_coo, "max": ts.segment_max_coo}[reduce]
+    res = fn(src, index, None, 9)
+    if reduce in ("min", "max"):
+        check(res[0], ev, dtype)
+        assert torch.equal(res[1], ea)
+    else:
+        check(res, ev, dtype)
+
+
+def test_segment_mean_integer_truncates():
+    src = torch.tensor([-3, -4, 5, 2], dtype=torch.int64)
+    assert ts.segment_mean_csr(src, torch.tensor([0, 2, 4])).tolist() == [-3, 3]  # trunc(-3.5) = -3
+    assert ts.segment_mean_coo(src, torch.tensor([0, 0, 1, 1])).tolist() == [-3, 3]
+
+
+def test_segment_csr_partial_indptr():
+    """torch_scatter ignores the elements before indptr[0] and after indptr[-1]."""
+    src = make_src((9, 2), torch.float64, "max")
+    indptr = torch.tensor([2, 4, 4, 7])
+    for reduce in ("sum", "mean", "min", "max"):
+        ev, ea = oracle_csr(src, lambda b: indptr.tolist(), 0, reduce)
+        res = ts.segment_csr(src, indptr, reduce=reduce)
+        check(res, ev, torch.float64)
+        if reduce in ("min", "max"):
+            assert torch.equal(getattr(ts, f"segment_{reduce}_csr")(src, indptr)[1], ea)
+
+
+def test_segment_csr_batched_indptr():
+    """A 2-D indptr whose rows differ: each batch row uses its own offsets."""
+    src = make_src((3, 8, 2), torch.float32, "min")
+    rows = [[0, 3, 3, 8], [1, 2, 6, 6], [0, 0, 4, 7]]
+    indptr = torch.tensor(rows)
+    for reduce in ("sum", "mean", "min", "max"):
+        ev, ea = oracle_csr(src, lambda b: rows[b[0]], 1, reduce)
+        check(ts.segment_csr(src, indptr, reduce=reduce), ev, torch.float32)
+        if reduce in ("min", "max"):
+            assert torch.equal(getattr(ts, f"segment_{reduce}_csr")(src, indptr)[1], ea)
+    # a size-1 leading dimension broadcasts
+    ev, _ = oracle_csr(src, lambda b: rows[0], 1, "sum")
+    check(ts.segment_csr(src, indptr[:1]), ev, torch.float32)
+
+
+def test_segment_coo_batched_index():
+    src = make_src((2, 7, 3), torch.float64, "max")
+    index = torch.tensor([[0, 0, 1, 3, 3, 3, 4], [1, 1, 1, 2, 4, 4, 4]])
+    idx_full = index.unsqueeze(-1).expand(2, 7, 3)
+    for reduce in ("sum", "mean", "min", "max"):
+        ev, ea = oracle_index(src, idx_full, 1, 6, reduce, "trunc")
+        res = getattr(ts, f"segment_{reduce}_coo")(src, index, None, 6)
+        if reduce in ("min", "max"):
+            check(res[0], ev, torch.float64)
+            assert torch.equal(res[1], ea)
+        else:
+            check(res, ev, torch.float64)
+
+
+# ----------------------------------------------------------------------------- broadcast index
+
+@pytest.mark.parametrize("reduce", ["sum", "mul", "mean", "min", "max"])
+def test_scatter_index_varying_across_dims(reduce):
+    """An index that really differs across the other dimensions (torch_scatter's general case)."""
+    g = torch.Generator().manual_seed(3)
+    src = make_src((2, 6, 3), torch.float64, reduce)
+    index = torch.randint(0, 4, (2, 6, 3), generator=g)
+    ev, ea = oracle_index(src, index, 1, 5, reduce)
+    if reduce in ("min", "max"):
+        v, a = getattr(ts, f"scatter_{reduce}")(src, index, 1, None, 5)
+        check(v, ev, torch.float64)
+        assert torch.equal(a, ea)
+    else:
+        check(ts.scatter(src, index, dim=1, dim_size=5, reduce=reduce), ev, torch.float64)
+    # a 2-D index [B, E] broadcast over the trailing dim (varies over the batch only)
+    index2 = torch.randint(0, 4, (2, 6), generator=g)
+    ev, _ = oracle_index(src, index2.unsqueeze(-1).expand(2, 6, 3), 1, 4, reduce)
+    check(ts.scatter(src, index2, dim=1, dim_size=4, reduce=reduce), ev, torch.float64)
+
+
+def test_scatter_index_broadcast_forms_give_the_1d_result():
+    src = make_src((11, 4), torch.float32, "sum")
+    ev, _ = oracle_index(src, full_index(INDEX, (11, 4), 0), 0, 7, "sum")
+    for index in (INDEX, INDEX.view(-1, 1), INDEX.view(-1, 1).expand(11, 4),
+                  INDEX.view(-1, 1).expand(11, 4).contiguous()):
+        check(ts.scatter(src, index, dim=0), ev, torch.float32)
+
+
+@given(st.integers(1, 3), st.integers(0, 9), st.integers(1, 3), st.integers(1, 5), st.integers(0, 2**31 - 1),
+       st.sampled_from(["sum", "mean", "min", "max", "mul"]))
+def test_scatter_generated(b, e, f, n, seed, reduce):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(-3, 4, (b, e, f), generator=g).double()
+    index = torch.randint(0, n, (e,), generator=g)
+    ev, ea = oracle_index(src, full_index(index, (b, e, f), 1), 1, n, reduce)
+    res = ts.scatter(src, index, dim=1, dim_size=n, reduce=reduce)
+    check(res, ev, torch.float64)
+    if reduce in ("min", "max"):
+        # ties are possible here: the arg must hold the extreme value, the first one
+        assert torch.equal(getattr(ts, f"scatter_{reduce}")(src, index, 1, None, n)[1], ea)
+
+
+# ----------------------------------------------------------------------------- gather
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_gather_csr_and_coo(dtype, rank):
+    shape, d = RANKS[rank]
+    nseg = INDPTR.numel() - 1
+    src = make_src(shape[:d] + (nseg,) + shape[d + 1:], dtype, "sum")
+    counts = (INDPTR[1:] - INDPTR[:-1]).tolist()
+    expected = torch.repeat_interleave(src.double(), torch.tensor(counts), dim=d)  # plain torch
+    res = ts.gather_csr(src, INDPTR.view([1] * d + [-1]))
+    check(res, expected, dtype)
+    index = torch.repeat_interleave(torch.arange(nseg), torch.tensor(counts))
+    check(ts.gather_coo(src, index.view([1] * d + [-1])), expected, dtype)
+
+
+def test_gather_csr_partial_and_batched():
+    src = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    res = ts.gather_csr(src, torch.tensor([[1, 2, 2, 4], [0, 1, 3, 4]]))
+    assert res.tolist() == [[0.0, 1.0, 3.0, 3.0], [4.0, 5.0, 5.0, 6.0]]
+    assert ts.gather_csr(src[0], torch.tensor([1, 2, 2, 4])).tolist() == [0.0, 1.0, 3.0, 3.0]
+    res = ts.gather_coo(src, torch.tensor([[0, 0, 2], [1, 2, 2]]))
+    assert res.tolist() == [[1.0, 1.0, 3.0], [5.0, 6.0, 6.0]]
+
+
+# ----------------------------------------------------------------------------- out=
+
+def test_out_semantics():
+    src = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    index = torch.tensor([0, 1, 0, 1])
+    out = torch.tensor([10.0, 20.0, 30.0])
+    res = ts.scatter_sum(src, index, out=out)
+    assert res is out and out.tolist() == [14.0, 26.0, 30.0]  # reduced into out, as torch_scatter
+    out = torch.tensor([2.0, 5.0, 7.0])
+    v, a = ts.scatter_max(src, index, out=out)
+    assert v is out and out.tolist() == [3.0, 5.0, 7.0] and a.tolist() == [2, 4, 4]
+    out = torch.tensor([2.0, 6.0])
+    assert ts.scatter_mean(src, index, out=out).tolist() == [3.0, 6.0]  # (2 + 1 + 3) / 2, (6 + 2 + 4) / 2
+    out = torch.tensor([2.0, 3.0])
+    assert ts.scatter_mul(src, index, out=out).tolist() == [6.0, 24.0]
+    out = torch.full((3,), 9.0)
+    assert ts.segment_coo(src, torch.tensor([0, 0, 2, 2]), out=out).tolist() == [12.0, 9.0, 16.0]
+    out = torch.full((2,), 9.0)
+    res = ts.segment_csr(src, torch.tensor([0, 1, 4]), out=out)  # overwritten, as torch_scatter
+    assert res is out and out.tolist() == [1.0, 9.0]
+    v, a = ts.segment_min_csr(src, torch.tensor([0, 1, 4]), out=out)
+    assert v is out and out.tolist() == [1.0, 2.0] and a.tolist() == [0, 1]
+    out = torch.empty(4)
+    assert ts.gather_csr(torch.tensor([7.0, 8.0]), torch.tensor([0, 3, 4]), out=out) is out
+    assert out.tolist() == [7.0, 7.0, 7.0, 8.0]
+    out = torch.empty(3)
+    assert ts.gather_coo(torch.tensor([7.0, 8.0]), torch.tensor([0, 1, 1]), out=out).tolist() == [7.0, 8.0, 8.0]
+
+
+def test_out_is_checked():
+    src, index = torch.ones(4), torch.tensor([0, 1, 0, 1])
+    with pytest.raises(TypeError, match="out"):
+        ts.scatter_sum(src, index, out=torch.zeros(2, dtype=torch.float64))
+    with pytest.raises(ValueError, match="out"):
+        ts.segment_csr(src, torch.tensor([0, 1, 4]), out=torch.zeros(3))
+    with pytest.raises(ValueError, match="out"):
+        ts.scatter_sum(src, index, out=torch.zeros(2, 2))
+    with pytest.raises(ValueError, match="reduce"):
+        ts.scatter(src, index, reduce="median")
+
+
+def test_bad_index_raises():
+    src = torch.ones(4)
+    with pytest.raises(ValueError):
+        ts.segment_coo(src, torch.tensor([1, 0, 0, 1]))  # not sorted
+    with pytest.raises(ValueError):
+        ts.scatter(src, torch.tensor([0, 1, 5, 1]), dim_size=3)
+    with pytest.raises(ValueError):
+        ts.segment_csr(src, torch.tensor([0, 3, 2]))
+
+
+def test_result_never_aliases_input():
+    x = torch.arange(4.0)
+    for r in (ts.gather_csr(x, torch.tensor([0, 1, 2, 3, 4])), ts.segment_csr(x, torch.tensor([0, 1, 2, 3, 4])),
+              ts.scatter(x, torch.arange(4))):
+        r += 1
+        assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+# ----------------------------------------------------------------------------- autograd
+
+def _x(shape, seed=0, zeros=()):
+    g = torch.Generator().manual_seed(seed)
+    v = torch.randperm(math.prod(shape), generator=g).double() / 7 + 0.25  # distinct, away from 0
+    v = v.reshape(shape)
+    for z in zeros:
+        v[z] = 0.0
+    return v.requires_grad_()
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "min", "max", "mul"])
+def test_gradcheck_scatter(reduce):
+    x = _x((2, 11, 3))
+    assert torch.autograd.gradcheck(lambda t: ts.scatter(t, INDEX, 1, None, 9, reduce), (x,))
+    index = torch.randint(0, 4, (2, 11, 3), generator=torch.Generator().manual_seed(1))
+    assert torch.autograd.gradcheck(lambda t: ts.scatter(t, index, 1, None, 5, reduce), (x,))
+
+
+@pytest.mark.parametrize("zeros", [[(0,)], [(0,), (2,)], [(0,), (2,), (3,)]], ids=["one", "two", "three"])
+def test_gradcheck_prod_with_zeros(zeros):
+    x = _x((11, 2), zeros=[z + (0,) for z in zeros])  # column 0: zeros in segment 4 (positions 0, 2)
+    for f in (lambda t: ts.scatter_mul(t, INDEX, 0, None, 7),
+              lambda t: T.OPS["segment_csr"](t, INDPTR, 0, "prod")[0],
+              lambda t: T.OPS["segment_coo"](t, SORTED, 0, 7, "prod")[0]):
+        assert torch.autograd.gradcheck(f, (x,))
+    # the documented formula, by hand: segment 4 of INDEX holds positions 0, 2, 7
+    y = ts.scatter_mul(x, INDEX, 0, None, 7)
+    (gx,) = torch.autograd.grad(y[4, 0], x)
+    v = x.detach()[:, 0]
+    want = {0: v[2] * v[7], 2: v[0] * v[7], 7: v[0] * v[2]}
+    for p, w in want.items():
+        assert gx[p, 0].item() == pytest.approx(w.item())
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "min", "max"])
+def test_gradcheck_segment(reduce):
+    x = _x((2, 11, 3))
+    assert torch.autograd.gradcheck(lambda t: ts.segment_csr(t, INDPTR.view(1, -1), reduce=reduce), (x,))
+    assert torch.autograd.gradcheck(lambda t: ts.segment_coo(t, SORTED.view(1, -1), None, 8, reduce), (x,))
+    batched = torch.tensor([[0, 3, 3, 8], [1, 2, 6, 11]])
+    assert torch.autograd.gradcheck(lambda t: ts.segment_csr(t, batched, reduce=reduce), (x,))
+    partial = torch.tensor([2, 4, 4, 9])  # elements 0-1 and 9-10 take no part
+    assert torch.autograd.gradcheck(lambda t: ts.segment_csr(t, partial.view(1, -1), reduce=reduce), (x,))
+
+
+def test_gradcheck_gather_and_gradgradcheck_sum():
+    x = _x((6, 2))
+    assert torch.autograd.gradcheck(lambda t: ts.gather_csr(t, INDPTR), (x,))
+    assert torch.autograd.gradcheck(lambda t: ts.gather_csr(t, INDPTR + 2), (x,))  # starts above 0
+    assert torch.autograd.gradcheck(lambda t: ts.gather_csr(t, torch.stack([INDPTR, INDPTR + 1])),
+                                    (_x((2, 6, 2)),))
+    assert torch.autograd.gradcheck(lambda t: ts.gather_coo(t, SORTED[:-1] % 6), (x,))
+    y = _x((11, 2))
+    assert torch.autograd.gradgradcheck(lambda t: ts.segment_csr(t, INDPTR), (y,))
+    assert torch.autograd.gradgradcheck(lambda t: ts.scatter_sum(t, INDEX, 0, None, 7), (y,))
+    assert torch.autograd.gradgradcheck(lambda t: ts.gather_csr(t, INDPTR), (x,))
+
+
+def test_min_max_gradient_goes_to_arg():
+    x = torch.tensor([3.0, 1.0, 2.0, 5.0], requires_grad=True)
+    v, a = ts.scatter_min(x, torch.tensor([0, 0, 2, 2]), dim_size=4)
+    v.sum().backward()
+    assert a.tolist() == [1, 4, 2, 4] and x.grad.tolist() == [0.0, 1.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "min", "max", "prod"])
+def test_gradcheck_public_api(reduce):
+    """mmvref's own functions keep the graph for tensors that require grad (routed through the ops)."""
+    x = _x((2, 11, 3))
+    ra = reduce in ("min", "max")
+    assert torch.autograd.gradcheck(lambda t: mmvref.segment_csr(t, INDPTR, axis=1, reduce=reduce), (x,))
+    assert torch.autograd.gradcheck(lambda t: mmvref.scatter(t, INDEX, axis=-2, dim_size=9, reduce=reduce), (x,))
+    assert torch.autograd.gradcheck(lambda t: mmvref.segment_coo(t, SORTED, axis=1, reduce=reduce), (x,))
+    flags = torch.tensor([1, 0, 1, 0, 0, 1, 0, 0, 0, 1, 0], dtype=torch.uint8)
+    f = (lambda t: mmvref.segmented_sum(t, flags, axis=1, reduce=reduce, return_arg=True)[0]) if ra else \
+        (lambda t: mmvref.segmented_sum(t, flags, axis=1, reduce=reduce))
+    assert torch.autograd.gradcheck(f, (x,))
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_gradcheck_scans(exclusive):
+    x = _x((2, 11, 3))
+    flags = torch.tensor([1, 0, 1, 1, 0, 0, 1, 0, 0, 0, 1], dtype=torch.bool)
+    assert torch.autograd.gradcheck(lambda t: mmvref.scan(t, axis=1, exclusive=exclusive), (x,))
+    assert torch.autograd.gradcheck(lambda t: mmvref.scan(t, exclusive=exclusive), (x,))
+    assert torch.autograd.gradcheck(lambda t: mmvref.segmented_scan(t, flags, axis=1, exclusive=exclusive), (x,))
+    assert torch.autograd.gradcheck(lambda t: mmvref.gather_csr(t, INDPTR[:4], axis=1), (_x((2, 3, 2)),))
+    assert torch.autograd.gradgradcheck(lambda t: mmvref.scan(t, axis=1, exclusive=exclusive), (x,))
+
+
+def test_public_api_dtype_rule_and_out_under_autograd():
+    x = torch.ones(4, 2, dtype=torch.float16, requires_grad=True)
+    y = mmvref.segment_csr(x, torch.tensor([0, 1, 4]))
+    assert y.dtype == torch.float32 and y.requires_grad and y.tolist() == [[1.0, 1.0], [3.0, 3.0]]
+    y.sum().backward()
+    assert x.grad.dtype == torch.float16 and torch.equal(x.grad, torch.ones(4, 2, dtype=torch.float16))
+    xb = torch.ones(4, 2, dtype=torch.bfloat16, requires_grad=True)
+    yb = mmvref.scatter(xb, torch.tensor([1, 0, 1, 1]), reduce="mean")
+    assert yb.dtype == torch.bfloat16 and yb.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    with pytest.raises(RuntimeError, match="out="):
+        mmvref.segment_csr(x, torch.tensor([0, 1, 4]), out=torch.empty(2, 2))
+    with torch.no_grad():
+        out = torch.empty(2, 2)
+        assert mmvref.segment_csr(x.float(), torch.tensor([0, 1, 4]), out=out) is out
+
+
+def test_torch_dtype_results():
+    """The custom ops return src.dtype with dtype=None; integer results that do not fit raise."""
+    x = torch.tensor([100, 100, 1], dtype=torch.int8)
+    assert ts.segment_sum_csr(x[1:], torch.tensor([0, 2])).dtype == torch.int8
+    with pytest.raises(OverflowError):
+        T.OPS["segment_csr"](x, torch.tensor([0, 3]), 0, "sum")
+    h = torch.tensor([1.0, 2.0, 4.0], dtype=torch.float16)
+    assert ts.scatter_mean(h, torch.tensor([0, 0, 1])).dtype == torch.float16
+
+
+# ----------------------------------------------------------------------------- opcheck
+
+def _opcheck_cases():
+    cases = []
+    for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64):
+        x = make_src((2, 11, 3), dt, "sum")
+        xg = x.clone().requires_grad_(dt in FLOATS)
+        flags = torch.tensor([1, 0, 1, 0, 0, 1, 0, 0, 0, 1, 0], dtype=torch.uint8)
+        for r in ("sum", "mean", "min", "max", "prod"):
+            cases.append(("segment_csr", (xg, INDPTR, 1, r), None))
+            cases.append(("scatter", (xg, INDEX, 1, 9, r), None))
+            cases.append(("segment_coo", (xg, SORTED, -2, 8, r), None))
+        cases.append(("segment_csr", (xg, INDPTR, 1, "sum"), {"dtype": torch.float64 if dt in FLOATS else torch.int64}))
+        cases.append(("gather_csr", (make_src((2, 6, 3), dt, "sum").requires_grad_(dt in FLOATS), INDPTR, 1, 11),
+                      None))
+        cases.append(("segmented_sum", (xg, flags, 1, "max"), None))
+        cases.append(("scan", (xg, 1, True), None))
+        cases.append(("segmented_scan", (xg, flags, 1, False), None))
+    return cases
+
+
+@pytest.mark.parametrize("case", range(len(_opcheck_cases())))
+def test_opcheck(case):
+    name, args, kwargs = _opcheck_cases()[case]
+    torch.library.opcheck(T.OPS[name], args, kwargs)
+
+
+def test_ops_registered_under_torch_ops():
+    assert torch.ops.mmvref.segment_csr.default is not None
+    v, a = torch.ops.mmvref.scatter(torch.tensor([1.0, 2.0]), torch.tensor([1, 1]), 0, 3, "max")
+    assert v.tolist() == [0.0, 2.0, 0.0] and a.tolist() == [2, 1, 2]
+    assert torch.ops.mmvref.segment_csr(torch.ones(3), torch.tensor([0, 3]), 0, "sum")[1].shape == (0,)
+
+
+# ----------------------------------------------------------------------------- torch.compile
+
+class _Sage(torch.nn.Module):
+    """Two GraphSAGE-style layers: h' = relu(W_self h + W_neigh mean_{j -> i} h_j)."""
+
+    def __init__(self, f_in, f_hidden, f_out, aggregate):
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.l1s, self.l1n = torch.nn.Linear(f_in, f_hidden), torch.nn.Linear(f_in, f_hidden, bias=False)
+        self.l2s, self.l2n = torch.nn.Linear(f_hidden, f_out), torch.nn.Linear(f_hidden, f_out, bias=False)
+        for p in self.parameters():
+            p.data = torch.randn(p.shape, generator=g, dtype=p.dtype) * 0.3
+        self.aggregate = aggregate
+
+    def forward(self, x, src, dst, indptr):
+        n = x.shape[0]
+        h = torch.relu(self.l1s(x) + self.l1n(self.aggregate(x, src, dst, indptr, n)))
+        return self.l2s(h) + self.l2n(self.aggregate(h, src, dst, indptr, n))
+
+
+def _agg_scatter(h, src, dst, indptr, n):
+    return ts.scatter(h[src], dst, dim=0, dim_size=n, reduce="mean")
+
+
+def _agg_csr(h, src, dst, indptr, n):
+    return ts.segment_csr(h.index_select(0, src), indptr, reduce="mean")
+
+
+def _graph():
+    g = torch.Generator().manual_seed(5)
+    n, m = 12, 40
+    dst = torch.sort(torch.randint(0, n, (m,), generator=g)).values
+    dst[dst == 3] = 4  # node 3 has no in-edges
+    src = torch.randint(0, n, (m,), generator=g)
+    indptr = torch.zeros(n + 1, dtype=torch.int64)
+    indptr[1:] = torch.cumsum(torch.bincount(dst, minlength=n), 0)
+    x = torch.randn(n, 5, generator=g)
+    return x, src, dst, indptr
+
+
+def _agg_public(h, src, dst, indptr, n):
+    return mmvref.scatter(h[src], dst, axis=0, dim_size=n, reduce="mean")
+
+
+@pytest.mark.parametrize("aggregate", [_agg_scatter, _agg_csr, _agg_public],
+                         ids=["scatter", "segment_csr", "mmvref.scatter"])
+def test_compile_graphsage_fullgraph(aggregate):
+    torch._dynamo.reset()
+    model = _Sage(5, 8, 3, aggregate)
+    x, src, dst, indptr = _graph()
+
+    def run(fn):
+        model.zero_grad()
+        xr = x.clone().requires_grad_()
+        y = fn(xr, src, dst, indptr)
+        (y * torch.arange(y.numel()).view(y.shape)).sum().backward()
+        return y.detach(), xr.grad, [p.grad.clone() for p in model.parameters()]
+
+    eager = run(model)
+    compiled = run(torch.compile(model, fullgraph=True, backend="inductor"))
+    torch.testing.assert_close(compiled[0], eager[0])
+    torch.testing.assert_close(compiled[1], eager[1])
+    for a, b in zip(compiled[2], eager[2]):
+        torch.testing.assert_close(a, b)
+    # and the eager aggregation is the mean over in-edges (plain torch oracle)
+    ref = torch.zeros(12, 5).index_add(0, dst, x[src])
+    cnt = torch.bincount(dst, minlength=12).clamp(min=1).unsqueeze(1)
+    torch.testing.assert_close(aggregate(x, src, dst, indptr, 12), ref / cnt)
