@@ -76,7 +76,7 @@ from torch import Tensor
 
 import mmvref
 
-from ._dtypes import result_dtype
+from ._dtypes import VALUE_DTYPES, result_dtype
 
 __all__ = [
     "segment_csr", "segment_coo", "scatter", "gather_csr", "segment_sum_csr", "segmented_sum",
@@ -94,6 +94,9 @@ _TO_NP = {
     torch.float64: np.dtype(np.float64), torch.bfloat16: np.dtype(np.float32),
 }
 _FROM_NP = {v: k for k, v in _TO_NP.items() if k is not torch.bfloat16}
+#: the project's dtype rule (``mmvref._dtypes.result_dtype``) between torch dtypes, derived once here so
+#: that torch.compile traces a lookup of torch dtypes only (Dynamo cannot trace numpy dtype objects)
+_RULE = {t: _FROM_NP[result_dtype(d)] for t, d in _TO_NP.items() if t is not torch.bfloat16 and d in VALUE_DTYPES}
 
 
 def _reduce(reduce) -> str:
@@ -565,11 +568,9 @@ def _result_torch_dtype(src: Tensor, dtype, op: str) -> torch.dtype:
             raise TypeError(f"{op}: unsupported dtype {dtype!r}") from None
     if src.dtype == torch.bfloat16:
         return torch.bfloat16
-    try:
-        np_dt = _TO_NP[src.dtype]
-    except KeyError:
-        raise TypeError(f"{op}: unsupported value dtype {src.dtype}") from None
-    return _FROM_NP[result_dtype(np_dt)]
+    if src.dtype not in _RULE:
+        raise TypeError(f"{op}: unsupported value dtype {src.dtype}")
+    return _RULE[src.dtype]
 
 
 def _check_out_grad(out, op: str, *inputs) -> None:
