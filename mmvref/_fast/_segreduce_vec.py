@@ -100,8 +100,11 @@ def _codegen(op, W, track, context, builder, sig, args):
     builder.store(builder.add(e, _I64(1)), e_p)
     builder.branch(bcond)
     builder.position_at_end(bend)
+    res = builder.load(acc_p)
+    if op == MEAN and is_float:  # the sum divided by the count, rounded once (integers: the caller floors)
+        res = builder.fdiv(res, _splat(builder, builder.sitofp(builder.sub(hi, lo), at), avt))
     po = builder.gep(out, [ob], inbounds=True)
-    builder.store(builder.load(acc_p), builder.bitcast(po, avt.as_pointer()), align=out_t.dtype.bitwidth // 8)
+    builder.store(res, builder.bitcast(po, avt.as_pointer()), align=out_t.dtype.bitwidth // 8)
     if track:
         a = builder.load(arg_p)
         for j in range(W):  # once per segment: the chosen e, through rows when given
@@ -116,7 +119,7 @@ def vreduce(typingctx, x, rows, lo, hi, F, xb0, out, ob, arg, op, width, use_row
     rows[e] when ``use_rows``, for e in [lo, hi)) into out[ob:ob+width] (and, for min/max, the
     chosen r into arg[ob:ob+width] when ``want_arg``), rows in increasing e. x: 1-D C array
     (floats, or integers widened to out's int64 words); out: x's float dtype or int64; arg,
-    rows: int64. ``op`` (SUM/MEAN = sum, PROD, MIN, MAX) and ``width`` are literal ints, ``want_arg``
+    rows: int64. ``op`` (SUM; MEAN = the sum, divided by the count for floats; PROD, MIN, MAX) and ``width`` are literal ints, ``want_arg``
     a literal bool.
     min/max: strict comparisons (ties keep the earlier row); a NaN replaces a number once."""
     if not (isinstance(op, types.IntegerLiteral) and isinstance(width, types.IntegerLiteral)

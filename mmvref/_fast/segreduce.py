@@ -130,7 +130,8 @@ def finish(res, lo_hi, cdt, fin, overflow, op):
             lo_hi = (int(res.min()), int(res.max()))
         if lo_hi is not None and (lo_hi[0] < lim.min or lo_hi[1] > lim.max):
             raise _overflow(op, fin)
-    return res.astype(fin)
+    with np.errstate(over="ignore"):  # float16: beyond its range rounds to inf, like every float cast
+        return res.astype(fin)
 
 
 def check_out(out, shape, dtype, name="out"):
@@ -238,6 +239,16 @@ def reduce3(x3, bounds, rows, op, cdt, want_arg, check):
     return out3, arg3, lo_hi, wrapped
 
 
+def _count_dtype(op, E):
+    """What scatter's direct paths count per id: positions (mean), occurrence marks (min/max),
+    nothing (sum, prod); the narrowest dtype, as the count array is accessed at random."""
+    if op == R.MEAN:
+        return np.dtype(np.int32) if E < 2**31 else np.dtype(np.int64)
+    if op in (R.MIN, R.MAX):
+        return np.dtype(np.uint8)
+    return None
+
+
 def _scatter_float(x3, index, op, n, cdt, want_arg):
     """scatter's direct float paths (no sort): private copies per thread piece when they are
     small, else ownership of id ranges (see ``scatter``). Returns (out3, arg3)."""
@@ -247,9 +258,10 @@ def _scatter_float(x3, index, op, n, cdt, want_arg):
         cuts = np.linspace(0, E, T + 1).astype(np.int64)
         priv = np.empty((T, B, n, F), cdt)
         parg = np.empty((T, B, n, F) if want_arg else (0, 0, 0, 0), np.int64)
-        pcount = np.empty((T, n), np.int64)
+        cdt_count = _count_dtype(op, E)
+        pcount = np.empty((T, n if cdt_count is not None else 0), cdt_count or np.int32)
         R.scatter_private_float(x3, index, cuts, op, priv, parg, want_arg, pcount)
-        out3, counts = priv[0], pcount[0]
+        out3, counts = priv[0], pcount[0].astype(np.int64)
         arg3 = parg[0] if want_arg else np.empty((0, 0, 0), np.int64)
         with np.errstate(invalid="ignore"):
             for p in range(1, T):  # in piece order: position order for min/max, one rounding per piece for sums
@@ -264,7 +276,7 @@ def _scatter_float(x3, index, op, n, cdt, want_arg):
                     np.copyto(out3, q, where=take)
                     if want_arg:
                         np.copyto(arg3, parg[p], where=take)
-                counts = counts + pcount[p]
+                counts = counts + pcount[p]  # (min/max: 0/1 marks, summed: still 0 only where empty)
             if op == R.MEAN:
                 out3 /= np.maximum(counts, 1)[None, :, None].astype(cdt)
         if op in (R.MIN, R.MAX):
@@ -272,9 +284,11 @@ def _scatter_float(x3, index, op, n, cdt, want_arg):
     else:
         out3 = np.empty((B, n, F), cdt)
         arg3 = np.empty((B, n, F) if want_arg else (0, 0, 0), np.int64)
-        counts = np.empty(n, np.int64)
+        cdt_count = _count_dtype(op, E)
+        counts = np.empty(n if cdt_count is not None else 0, cdt_count or np.int32)
         R.scatter_direct_float(x3, index, np.linspace(0, n, T + 1).astype(np.int64), op, out3, arg3,
                                want_arg, counts)
+        counts = counts.astype(np.int64)
     if want_arg:  # segments whose values all equal the identity (+-inf): their first position
         stuck = (arg3 == E) & (counts > 0)[None, :, None]
         if stuck.any():
@@ -311,6 +325,27 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
     if cdt.kind == "f":
         x3 = x3.astype(cdt, copy=False)
     check = _int_check(x, op, overflow)
+    if B == 1 and F == 1 and index is None and rows.size == 0 and op in (R.SUM, R.MEAN) and E:
+        # one column: the 1-D segment-sum kernels (prefix differences for short integer rows,
+        # SIMD row sums), then the count division
+        from .segops import _segment_sum_csr_1d
+
+        mean = op == R.MEAN
+        try:
+            sums = _segment_sum_csr_1d(x3.reshape(E), bounds, dtype=np.int64 if mean and cdt.kind == "i" else cdt,
+                                       overflow="wrap" if mean else overflow)  # a mean's sum may leave int32
+        except OverflowError:
+            raise _overflow(op_name, cdt) from None
+        if op == R.MEAN:
+            cnt = np.maximum(np.diff(bounds), 1)
+            sums = sums // cnt if cdt.kind == "i" else sums / cnt.astype(cdt)
+            if cdt.kind == "i" and overflow == "raise" and x.dtype == np.int64 and _int_check(x, R.SUM, overflow):
+                from . import _seg_kernels as K
+
+                if not K.exact_csr_range(x3.reshape(E), bounds, _I64.min, _I64.max):
+                    raise _overflow(op_name, np.dtype(np.int64))
+        res = finish(sums.astype(cdt, copy=False).reshape(shape), None, cdt, fin, overflow, op_name)
+        return deliver(res, out, src)
     if index is not None and cdt.kind == "f" and numba.get_num_threads() <= _DIRECT_MAX_THREADS:
         out3, arg3 = _scatter_float(x3, index, op, n_out, cdt, return_arg)
         lo_hi, wrapped = None, False
@@ -320,7 +355,7 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
             bounds, rows = R.counting_sort(index, n_out, parts)
         out3, arg3, lo_hi, wrapped = reduce3(x3, bounds, rows, op, cdt, return_arg, check)
     if wrapped:
-        raise _overflow(op_name, fin if fin.kind == "i" and fin.itemsize == 8 else np.dtype(np.int64))
+        raise _overflow(op_name, fin)
     res = finish(out3.reshape(shape), lo_hi, cdt, fin, overflow, op_name)
     if not return_arg:
         return deliver(res, out, src)
