@@ -22,6 +22,10 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
+# the torch layer (custom ops, autograd, the drop-in) is the same for every compile target; the
+# kernels under it are checked for each target by test_segment_reduce
+pytestmark = pytest.mark.native_only
+
 import mmvref  # noqa: E402
 import mmvref.torch_scatter as ts  # noqa: E402
 from mmvref import _torch_ops as T  # noqa: E402
