@@ -6,13 +6,16 @@ import platform
 import sys
 import time
 
-from . import report, scan_family, sparse_products
+from . import gnn, report, scan_family, sparse_products
 from .harness import Missing, Result, Skip, _our, copy_bandwidth, free, time_interleaved
 from .ops import FULL_N, OPS, QUICK_N, op_names
 
 # the benches built on ops.py's helpers in modules of their own (imported after ops.py is complete)
 OPS.update(scan_family.OPS)
 OPS.update(sparse_products.OPS)
+OPS.update(gnn.OPS)
+#: names that --ops expands to several benches
+GROUPS = {"gnn": list(gnn.OPS)}
 
 __all__ = ["main", "run"]
 
@@ -51,7 +54,7 @@ def run(names, *, quick, runs, log=print, ours_only=False):
         peers = {} if ours_only else bench.peers()
         peer_order[name] = list(peers)
         try:
-            fn = _our(name)
+            fn = _our(getattr(bench, "fast_name", "") or name)
             missing = None
         except Missing as exc:
             fn, missing = None, str(exc)
@@ -164,7 +167,9 @@ def _target_line(meta):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="n = 1e7 only and fewer cases (under 2 minutes)")
-    ap.add_argument("--ops", nargs="+", metavar="OP", help=f"ops to run (default: all): {', '.join(op_names())}")
+    ap.add_argument("--ops", nargs="+", metavar="OP",
+                    help=f"ops to run (default: all): {', '.join(op_names())}; groups: "
+                         + "; ".join(f"{g} = {' '.join(m)}" for g, m in GROUPS.items()))
     ap.add_argument("--plot", metavar="DIR", help="write PNG plots to DIR")
     ap.add_argument("--json", metavar="FILE", help="save the results as JSON")
     ap.add_argument("--runs", type=int, default=5, help="timed runs per measurement, at least 5 (default 5)")
@@ -181,10 +186,10 @@ def main(argv=None):
     args.runs = max(5, args.runs)
     if args.reuse_memory:
         _reuse_memory()
-    names = args.ops or op_names()
+    names = list(dict.fromkeys(m for n in (args.ops or op_names()) for m in GROUPS.get(n, [n])))
     unknown = [n for n in names if n not in OPS]
     if unknown:
-        ap.error(f"unknown op(s) {', '.join(unknown)}; known: {', '.join(op_names())}")
+        ap.error(f"unknown op(s) {', '.join(unknown)}; known: {', '.join(op_names())}; groups: {', '.join(GROUPS)}")
     meta = _versions()
     meta.update(quick=args.quick, runs=args.runs, reuse_memory=args.reuse_memory, argv=sys.argv[1:])
     from mmvref._config import format_config
@@ -224,6 +229,10 @@ def main(argv=None):
     for name in names:  # benches with a memory section (spgemm workspaces)
         if hasattr(OPS[name], "memory_report") and not args.ours_only:
             print(f"\n## {name}: peak memory\n\n{OPS[name].memory_report(args.quick)}")
+    if any(n in gnn.OPS for n in names) and not args.ours_only:
+        targets = gnn.targets_report([r for r in results if r.op in gnn.OPS], copy_gbs)
+        if targets:
+            print(f"\n## gnn: targets\n\n{targets}")
     if args.json:
         report.write_json(args.json, meta, results)
         print(f"results written to {args.json}")
