@@ -477,6 +477,8 @@ def test_dtype_override():
     with pytest.raises(TypeError, match="dtype"):
         mmvref.scan(np.ones(3, np.float32), dtype=np.int32)
     with pytest.raises(TypeError, match="dtype"):
+        mmvref.scan(x, dtype=np.uint16)
+    with pytest.raises(OverflowError, match="int16"):  # a narrower result dtype is checked, not refused
         mmvref.scan(x, dtype=np.int16)
 
 
@@ -492,8 +494,10 @@ def test_bad_input_errors_name_the_argument(op):
         fn(x, np.zeros(3, np.uint8))
     with pytest.raises(TypeError, match="flags"):
         fn(x, np.zeros(4, np.float32))
-    with pytest.raises(ValueError, match="x must be 1-D"):
-        fn(x.reshape(2, 2), np.zeros(4, np.uint8))
+    with pytest.raises(ValueError, match="flags has length 4 but the values have length 2"):
+        fn(x.reshape(2, 2), np.zeros(4, np.uint8))  # N-d: flags run along axis (default 0)
+    with pytest.raises(ValueError, match="axis=2 is out of range"):
+        fn(x.reshape(2, 2), np.zeros(2, np.uint8), axis=2)
     with pytest.raises(TypeError, match="x has unsupported dtype"):
         fn(x.astype(np.uint16), np.zeros(4, np.uint8))
     with pytest.raises(ValueError, match="overflow"):

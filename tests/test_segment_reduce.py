@@ -256,6 +256,7 @@ def test_segment_csr(reduce, data):
               overflow=overflow)
 
 
+@pytest.mark.native_only  # the same kernels as segment_csr's, checked per target there
 @given(data=st.data())
 def test_segment_sum_csr_with_axis(data):
     dt = data.draw(st.sampled_from(DTYPES), "dtype")
@@ -270,6 +271,7 @@ def test_segment_sum_csr_with_axis(data):
 
 # ----------------------------------------------------------------------------- segment_coo
 
+@pytest.mark.native_only  # the same kernels as segment_csr's, checked per target there
 @pytest.mark.parametrize("reduce", REDUCES)
 @given(data=st.data())
 def test_segment_coo(reduce, data):
@@ -318,6 +320,7 @@ def test_scatter_unsorted_with_duplicates(reduce, data):
 
 # ----------------------------------------------------------------------------- segmented_sum (flags), with reduce
 
+@pytest.mark.native_only  # the same kernels as segment_csr's, checked per target there
 @pytest.mark.parametrize("reduce", REDUCES)
 @given(data=st.data())
 def test_segmented_sum_reduce(reduce, data):
@@ -388,6 +391,18 @@ def test_scan_axis(data):
                 overflow)
 
 
+@pytest.mark.parametrize("op", ["scan", "segmented_scan"])
+def test_exclusive_int64_scan_is_decided_on_its_outputs(op):
+    """An exclusive scan's outputs are the prefixes before each position: here 0, MIN, MIN, all in int64;
+    the total MIN + (-1), which leaves int64, is not an output and must not raise."""
+    x = np.array([[-(2**63), 0], [0, 0], [-1, 0]], np.int64)
+    if op == "scan":
+        got = mmvref.scan(x, axis=0, exclusive=True)
+    else:
+        got = mmvref.segmented_scan(x, np.array([1, 0, 0], np.uint8), exclusive=True)
+    assert got.tolist() == [[0, 0], [-(2**63), 0], [-(2**63), 0]]
+
+
 def test_scan_axis_none_is_cumsum_of_the_flattening():
     x = np.arange(24, dtype=np.int16).reshape(2, 3, 4)
     got = mmvref.scan(x)
@@ -417,6 +432,7 @@ def _fixed_values(shape, dt, reduce, seed):
     return x
 
 
+@pytest.mark.native_only  # the same kernels as segment_csr's, checked per target there
 @pytest.mark.parametrize("rank,axis", AXES, ids=[f"r{r}a{a}" for r, a in AXES])
 @pytest.mark.parametrize("dt", DTYPES)
 def test_every_reduction_every_dtype_every_axis(dt, rank, axis):
@@ -464,6 +480,7 @@ def test_feature_widths(dt, F):
             check(mmvref.scatter, x, index[perm], O.scatter_members(index[perm], len(ls)), dim_size=len(ls), **kw)
 
 
+@pytest.mark.native_only  # the same kernels as segment_csr's, checked per target there
 @pytest.mark.parametrize("dt", ["int8", "int32", "int64", "float16", "float64"])
 def test_segments_longer_than_a_threads_share(dt):
     """One segment of 60,000 positions beside short and empty ones: it is split across tasks and

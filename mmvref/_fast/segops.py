@@ -594,6 +594,16 @@ def compress_ind(x, mask):
 # 1-D inputs to the 1-D kernels; ``dtype=`` beyond the kernels' four result dtypes and ``out=``
 # are settled here, once.
 
+def _computed(fn, cdt, fin, op):
+    """fn() at the compute dtype; an overflow there is an overflow of the narrower result dtype."""
+    try:
+        return fn()
+    except OverflowError:
+        if fin == cdt:
+            raise
+        raise SR._overflow(op, fin) from None
+
+
 @guarded
 def scan(x, *, axis=None, exclusive=False, dtype=None, overflow="raise", out=None):
     """Inclusive (or exclusive) prefix sums along ``axis``, like ``np.cumsum(x, axis)``:
@@ -624,7 +634,8 @@ def scan(x, *, axis=None, exclusive=False, dtype=None, overflow="raise", out=Non
     if B == 1 and F == 1:
         cdt, fin = SR.dtypes(x, dtype, "scan")
         SR.check_out(out, x.shape, fin)
-        res = _scan_1d(x.reshape(-1), exclusive=exclusive, dtype=cdt, overflow=overflow).reshape(x.shape)
+        res = _computed(lambda: _scan_1d(x.reshape(-1), exclusive=exclusive, dtype=cdt, overflow=overflow),
+                        cdt, fin, "scan").reshape(x.shape)
         return SR.deliver(SR.finish(res, None, cdt, fin, overflow, "scan"), out, src)
     if F == 1 and x.shape[axis]:
         from .scanfamily import batched_scan
@@ -632,7 +643,8 @@ def scan(x, *, axis=None, exclusive=False, dtype=None, overflow="raise", out=Non
         cdt, fin = SR.dtypes(x, dtype, "scan")
         SR.check_out(out, x.shape, fin)
         rows = np.ascontiguousarray(x).reshape(B, x.shape[axis])
-        res = batched_scan(rows, exclusive=exclusive, dtype=cdt, overflow=overflow).reshape(x.shape)
+        res = _computed(lambda: batched_scan(rows, exclusive=exclusive, dtype=cdt, overflow=overflow),
+                        cdt, fin, "scan").reshape(x.shape)
         return SR.deliver(SR.finish(res, None, cdt, fin, overflow, "scan"), out, src)
     return SR.nd_scan(src, x, None, axis, exclusive, dtype, overflow, out, "scan")
 
@@ -658,7 +670,8 @@ def segmented_scan(x, flags, *, axis=0, exclusive=False, dtype=None, overflow="r
     if x.ndim == 1:
         cdt, fin = SR.dtypes(x, dtype, "segmented_scan")
         SR.check_out(out, x.shape, fin)
-        res = _segmented_scan_1d(x, flags, exclusive=exclusive, dtype=cdt, overflow=overflow)
+        res = _computed(lambda: _segmented_scan_1d(x, flags, exclusive=exclusive, dtype=cdt, overflow=overflow),
+                        cdt, fin, "segmented_scan")
         return SR.deliver(SR.finish(res, None, cdt, fin, overflow, "segmented_scan"), out, src)
     return SR.nd_scan(src, x, flags, axis, exclusive, dtype, overflow, out, "segmented_scan")
 
@@ -687,7 +700,7 @@ def segmented_sum(x, flags, *, axis=0, reduce="sum", return_arg=False, dtype=Non
         SR.norm_axis(axis, 1)
         cdt, fin = SR.dtypes(x, dtype, "segmented_sum")
         check_overflow(overflow)
-        res = _segmented_sum_1d(x, flags, dtype=cdt, overflow=overflow)
+        res = _computed(lambda: _segmented_sum_1d(x, flags, dtype=cdt, overflow=overflow), cdt, fin, "segmented_sum")
         SR.check_out(out, res.shape, fin)
         return SR.deliver(SR.finish(res, None, cdt, fin, overflow, "segmented_sum"), out, src)
     return SR.nd_segmented_sum(src, x, flags, axis, reduce, return_arg, dtype, overflow, out)
@@ -713,7 +726,8 @@ def segment_sum_csr(x, indptr, *, axis=0, dtype=None, overflow="raise", out=None
         SR.norm_axis(axis, 1)
         cdt, fin = SR.dtypes(x, dtype, "segment_sum_csr")
         check_overflow(overflow)
-        res = _segment_sum_csr_1d(x, indptr, dtype=cdt, overflow=overflow)
+        res = _computed(lambda: _segment_sum_csr_1d(x, indptr, dtype=cdt, overflow=overflow), cdt, fin,
+                        "segment_sum_csr")
         SR.check_out(out, res.shape, fin)
         return SR.deliver(SR.finish(res, None, cdt, fin, overflow, "segment_sum_csr"), out, src)
     axis = SR.norm_axis(axis, x.ndim)

@@ -335,7 +335,7 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
             sums = _segment_sum_csr_1d(x3.reshape(E), bounds, dtype=np.int64 if mean and cdt.kind == "i" else cdt,
                                        overflow="wrap" if mean else overflow)  # a mean's sum may leave int32
         except OverflowError:
-            raise _overflow(op_name, cdt) from None
+            raise _overflow(op_name, fin) from None
         if op == R.MEAN:
             cnt = np.maximum(np.diff(bounds), 1)
             sums = sums // cnt if cdt.kind == "i" else sums / cnt.astype(cdt)
