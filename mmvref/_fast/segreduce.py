@@ -298,6 +298,26 @@ def _scatter_float(x3, index, op, n, cdt, want_arg):
     return out3, arg3
 
 
+def _exact_fits(x3, bounds=None, rows=None, flags=None, exclusive=False):
+    """Whether every output of the (segmented) sums or scans of each (batch, feature) column of
+    int64 x3 lies in int64, decided exactly (128-bit partial sums): the rare re-check after a
+    checked int64 add wrapped somewhere, as a wrapped partial sum may come back in range."""
+    from . import _seg_kernels as K
+
+    B, E, F = x3.shape
+    for b in range(B):
+        for k in range(F):
+            col = x3[b, :, k] if rows is None or rows.size == 0 else x3[b, rows, k]
+            col = np.ascontiguousarray(col, dtype=np.int64)
+            if bounds is not None:
+                ok = K.exact_csr_range(col, bounds, _I64.min, _I64.max)
+            else:
+                ok = K.exact_segscan_range(col, flags, exclusive, _I64.min, _I64.max)
+            if not ok:
+                return False
+    return True
+
+
 def _int_check(x, op, overflow):
     """Whether the integer kernels must use checked int64 arithmetic."""
     if overflow != "raise" or x.dtype.kind != "i" or op in (R.MIN, R.MAX):
@@ -354,7 +374,9 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
             parts = max(1, min(numba.get_num_threads(), index.size // 65536, (1 << 27) // max(8 * n_out, 1)))
             bounds, rows = R.counting_sort(index, n_out, parts)
         out3, arg3, lo_hi, wrapped = reduce3(x3, bounds, rows, op, cdt, return_arg, check)
-    if wrapped:
+    if wrapped and (op == R.PROD or not _exact_fits(x3, bounds, rows)):
+        # a product's check is exact (magnitudes only grow, zeros are tracked); a sum's flags any
+        # int64 partial sum that wrapped, so the outputs themselves are decided exactly here
         raise _overflow(op_name, fin)
     res = finish(out3.reshape(shape), lo_hi, cdt, fin, overflow, op_name)
     if not return_arg:
@@ -548,7 +570,8 @@ def nd_scan(src, x, flags, axis, exclusive, dtype, overflow, out, op_name):
             wrapped = np.zeros(B * nfb, np.bool_)
             check = overflow == "raise" and x.dtype == np.int64 and _int_check(x, R.SUM, overflow)
             R.column_scan_int(x3, f, seg, exclusive, res, check, ranges, wrapped)
-            if wrapped.any():
+            fl = f if seg else np.zeros(E, np.uint8)
+            if wrapped.any() and not _exact_fits(x3, flags=fl, exclusive=exclusive):
                 raise _overflow(op_name, np.dtype(np.int64))
             lo_hi = (int(ranges[:, 0].min()), int(ranges[:, 1].max()))
     return deliver(finish(res.reshape(x.shape), lo_hi, cdt, fin, overflow, op_name), out, src)
