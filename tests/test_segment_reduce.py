@@ -782,3 +782,14 @@ def test_oracle_sanity():
     s, _, _ = O.scan(np.arange(6).reshape(2, 3), axis=1)
     assert s.tolist() == np.cumsum(np.arange(6).reshape(2, 3), axis=1).tolist()
     assert O.gather_csr(np.array([[1, 2], [3, 4]]), [0, 2, 3], axis=0).tolist() == [[1, 2], [1, 2], [3, 4]]
+
+
+def test_dim_is_an_alias_of_axis():
+    x = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+    ip = np.array([0, 1, 3])
+    for fn, args in ((mmvref.segment_csr, (ip,)), (mmvref.segmented_sum, (np.array([1, 0, 1], np.uint8),)),
+                     (mmvref.segmented_scan, (np.array([1, 0, 1], np.uint8),)), (mmvref.scan, ())):
+        np.testing.assert_array_equal(fn(x, *args, dim=1), fn(x, *args, axis=1))
+    np.testing.assert_array_equal(mmvref.scatter(x, [1, 0, 1], dim=1), mmvref.scatter(x, [1, 0, 1], axis=1))
+    with pytest.raises(TypeError, match="not both"):
+        mmvref.segment_csr(x, ip, axis=2, dim=1)

@@ -605,7 +605,7 @@ def _computed(fn, cdt, fin, op):
 
 
 @guarded
-def scan(x, *, axis=None, exclusive=False, dtype=None, overflow="raise", out=None):
+def scan(x, *, axis=None, exclusive=False, dtype=None, overflow="raise", out=None, dim=None):
     """Inclusive (or exclusive) prefix sums along ``axis``, like ``np.cumsum(x, axis)``:
     z[..., i, ...] = sum of x[..., :i+1, ...] (``exclusive``: x[..., :i, ...]).
 
@@ -617,6 +617,7 @@ def scan(x, *, axis=None, exclusive=False, dtype=None, overflow="raise", out=Non
     parallel; other axes scan each (batch, feature) column, features inside the
     kernel. torch in -> torch out (with autograd when x requires grad).
     """
+    axis = SR.axis_or_dim(axis, dim, None)
     if needs_torch_op(x):
         from .. import _torch_ops
 
@@ -650,7 +651,7 @@ def scan(x, *, axis=None, exclusive=False, dtype=None, overflow="raise", out=Non
 
 
 @guarded
-def segmented_scan(x, flags, *, axis=0, exclusive=False, dtype=None, overflow="raise", out=None):
+def segmented_scan(x, flags, *, axis=0, exclusive=False, dtype=None, overflow="raise", out=None, dim=None):
     """Segmented prefix sums along ``axis`` (Problem 2.1): z[i] = x[i] where i == 0 or
     flags[i], else z[i-1] + x[i], for every (batch, feature) column.
 
@@ -658,6 +659,7 @@ def segmented_scan(x, flags, *, axis=0, exclusive=False, dtype=None, overflow="r
     starts. With ``exclusive=True`` each segment's first output is 0 and z[i] sums
     the segment's elements before i. dtype / overflow / out: as ``scan``.
     """
+    axis = SR.axis_or_dim(axis, dim, 0)
     if needs_torch_op(x):
         from .. import _torch_ops
 
@@ -677,7 +679,8 @@ def segmented_scan(x, flags, *, axis=0, exclusive=False, dtype=None, overflow="r
 
 
 @guarded
-def segmented_sum(x, flags, *, axis=0, reduce="sum", return_arg=False, dtype=None, overflow="raise", out=None):
+def segmented_sum(x, flags, *, axis=0, reduce="sum", return_arg=False, dtype=None, overflow="raise", out=None,
+                  dim=None):
     """One reduction per segment along ``axis``, in order; ``flags`` (1-D 0/1, length
     x.shape[axis]) mark segment starts (position 0 always starts one), so there are
     1 + (set flags after position 0) segments for a non-empty axis, and none for an
@@ -689,6 +692,7 @@ def segmented_sum(x, flags, *, axis=0, reduce="sum", return_arg=False, dtype=Non
     1-D float sums accumulate each segment in index order (a segment crossing a
     chunk boundary gets one extra rounding per boundary).
     """
+    axis = SR.axis_or_dim(axis, dim, 0)
     if needs_torch_op(x):
         from .. import _torch_ops
 
@@ -707,7 +711,7 @@ def segmented_sum(x, flags, *, axis=0, reduce="sum", return_arg=False, dtype=Non
 
 
 @guarded
-def segment_sum_csr(x, indptr, *, axis=0, dtype=None, overflow="raise", out=None):
+def segment_sum_csr(x, indptr, *, axis=0, dtype=None, overflow="raise", out=None, dim=None):
     """Sums of x over the segments indptr[r]:indptr[r+1] along ``axis``; empty segments give 0.
 
     ``indptr``: integers, indptr[0] == 0, non-decreasing, indptr[-1] == x.shape[axis].
@@ -715,6 +719,7 @@ def segment_sum_csr(x, indptr, *, axis=0, dtype=None, overflow="raise", out=None
     threads by element count; a row longer than a thread's share is itself split.
     ``segment_csr(x, indptr, reduce=...)`` takes the other reductions.
     """
+    axis = SR.axis_or_dim(axis, dim, 0)
     if needs_torch_op(x):
         from .. import _torch_ops
 

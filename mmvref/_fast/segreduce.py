@@ -16,6 +16,8 @@ divided by the count in the result dtype; integers: floor division (as
 torch.scatter_reduce and torch_scatter.scatter_mean; torch_scatter's
 segment_*_csr truncates toward zero instead, which differs for negative sums).
 
+``axis=`` names the reduced axis; ``dim=`` is accepted as its alias (torch's name).
+
 Dtypes follow the project rule (int8/16/32 -> int32, int64 -> int64, fp16 ->
 fp32, fp32/fp64 kept) for every reduction; ``dtype=`` asks for another one
 (int8 ... float64): integer results that do not fit raise OverflowError, or
@@ -76,6 +78,15 @@ def as3d(x, axis):
     B = int(np.prod(x.shape[:axis], dtype=np.int64))
     F = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
     return np.ascontiguousarray(x).reshape(B, x.shape[axis], F), B, x.shape[axis], F
+
+
+def axis_or_dim(axis, dim, default):
+    """``dim=`` (torch's name) as an alias of ``axis=``; both given must agree."""
+    if dim is None:
+        return axis
+    if axis is not default and axis != dim:
+        raise TypeError(f"pass axis= or dim=, not both (got axis={axis!r}, dim={dim!r})")
+    return dim
 
 
 def reduce_code(reduce):
@@ -387,7 +398,8 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
 # ----------------------------------------------------------------------------- public ops
 
 @guarded
-def segment_csr(src, indptr, *, axis=0, reduce="sum", return_arg=False, dtype=None, overflow="raise", out=None):
+def segment_csr(src, indptr, *, axis=0, reduce="sum", return_arg=False, dtype=None, overflow="raise", out=None,
+                dim=None):
     """Reduce ``src`` along ``axis`` over the segments ``indptr[n]:indptr[n+1]``.
 
     ``indptr``: 1-D integers, indptr[0] == 0, non-decreasing, indptr[-1] ==
@@ -397,6 +409,7 @@ def segment_csr(src, indptr, *, axis=0, reduce="sum", return_arg=False, dtype=No
     longer than a thread's share is itself split. Reductions, empty segments,
     NaN and dtypes: see the module docstring (``mmvref._fast.segreduce``).
     """
+    axis = axis_or_dim(axis, dim, 0)
     if needs_torch_op(src):
         from .. import _torch_ops
 
@@ -439,11 +452,12 @@ def _index(index, E, dim_size, name="index"):
 
 @guarded
 def segment_coo(src, index, *, axis=0, dim_size=None, reduce="sum", return_arg=False, dtype=None,
-                overflow="raise", out=None):
+                overflow="raise", out=None, dim=None):
     """Reduce ``src`` along ``axis`` by a SORTED segment id per position (``index``, 1-D,
     non-decreasing, values in [0, dim_size); dim_size defaults to index.max() + 1).
     The ids become CSR offsets by one counting pass, then one segmented reduction
     (``segment_csr``); an unsorted index raises ValueError (use ``scatter``)."""
+    axis = axis_or_dim(axis, dim, 0)
     if needs_torch_op(src):
         from .. import _torch_ops
 
@@ -463,7 +477,7 @@ def segment_coo(src, index, *, axis=0, dim_size=None, reduce="sum", return_arg=F
 
 @guarded
 def scatter(src, index, *, axis=0, dim_size=None, reduce="sum", return_arg=False, dtype=None,
-            overflow="raise", out=None):
+            overflow="raise", out=None, dim=None):
     """Reduce ``src`` along ``axis`` by a segment id per position in any order (``index``,
     1-D, values in [0, dim_size); dim_size defaults to index.max() + 1).
 
@@ -482,6 +496,7 @@ def scatter(src, index, *, axis=0, dim_size=None, reduce="sum", return_arg=False
     and ``arg`` holds positions in src; float sums, means and products of the
     private-copy path get one extra rounding per thread piece.
     position and ``arg`` holds positions in src."""
+    axis = axis_or_dim(axis, dim, 0)
     if needs_torch_op(src):
         from .. import _torch_ops
 
@@ -498,10 +513,11 @@ def scatter(src, index, *, axis=0, dim_size=None, reduce="sum", return_arg=False
 
 
 @guarded
-def gather_csr(src, indptr, *, axis=0, out=None):
+def gather_csr(src, indptr, *, axis=0, out=None, dim=None):
     """The inverse pattern of segment_csr: every position of segment n gets src's n-th entry
     along ``axis`` (src.shape[axis] == len(indptr) - 1; the result has indptr[-1] positions).
     segment_csr's sum backward. Values keep their dtype."""
+    axis = axis_or_dim(axis, dim, 0)
     if needs_torch_op(src):
         from .. import _torch_ops
 
