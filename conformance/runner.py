@@ -44,7 +44,8 @@ __all__ = ["OpReport", "STATUSES", "golden_result", "one_example", "run_op", "re
            "OVERFLOW_OPS"]
 
 #: ops whose golden function and backends take ``overflow=``
-OVERFLOW_OPS = ("scan", "batched_scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "spmv", "spmm")
+OVERFLOW_OPS = ("scan", "batched_scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "spmv", "spmm",
+                "segment_csr", "segment_coo", "scatter")
 
 #: example budgets: "default" for releases, "ci" derandomized and bounded
 PROFILES = {"default": dict(max_examples=100, derandomize=False, tier="default"),

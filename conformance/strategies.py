@@ -310,6 +310,45 @@ def _csr_sum(draw, s, dtypes=None, regimes=None):
     return (draw(values(dt, n, finite_sums=True)), draw(offsets(n, s, regimes))), {}
 
 
+#: feature widths of the N-d segment ops: one column (its own kernel), a scalar tail, a vector block
+_FEATURES = (1, 3, 16)
+
+
+@st.composite
+def _segment_nd(draw, s, dtypes=None, regimes=None, *, kind="csr"):
+    """(src [E, F], indptr), or (src, sorted index) with ``kind="coo"``, or the same edges in a
+    drawn order (``kind="scatter"``), reduced by sum or mean: the reductions the golden model has
+    an MMV-RAM algorithm for (min/max/prod are checked against a plain-loop oracle in tests/)."""
+    dt = _dtype(draw, dtypes)
+    # scatter's golden model radix-sorts the ids (slow beyond a few thousand); the others: E x F
+    # values kept near the 1-D ops' sizes
+    E = draw(lengths(s, regimes=regimes, cap=1 << 12 if kind == "scatter" else 1 << 16))
+    F = draw(st.sampled_from(_FEATURES))
+    x = np.ascontiguousarray(draw(values(dt, E * F, finite_sums=True)).reshape(E, F))
+    indptr = draw(offsets(E, s, regimes))
+    kw = {"reduce": draw(st.sampled_from(["sum", "mean"]))}
+    if kind == "csr":
+        return (x, indptr), kw
+    n = len(indptr) - 1
+    index = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    kw["dim_size"] = n
+    if kind == "scatter":
+        perm = np.random.default_rng(draw(st.integers(0, 2**32 - 1))).permutation(E)
+        x, index = np.ascontiguousarray(x[perm]), index[perm]
+    return (x, index), kw
+
+
+@st.composite
+def _gather_csr(draw, s, dtypes=None, regimes=None):
+    """(src [n, F], indptr): row r of src repeated indptr[r+1] - indptr[r] times."""
+    dt = _dtype(draw, dtypes)
+    E = draw(lengths(s, regimes=regimes))
+    indptr = draw(offsets(E, s, regimes))
+    F = draw(st.sampled_from(_FEATURES))
+    n = len(indptr) - 1
+    return (np.ascontiguousarray(draw(values(dt, n * F)).reshape(n, F)), indptr), {}
+
+
 @st.composite
 def _spmv(draw, s, dtypes=None, regimes=None):
     dt = _dtype(draw, dtypes, ("int8", "int16", "int32", "float16", "float32", "float64"))
@@ -440,6 +479,10 @@ STRATEGIES = {
     "segmented_scan": lambda s, dtypes=None, regimes=None: _segmented(s, True, dtypes, regimes),
     "segmented_sum": lambda s, dtypes=None, regimes=None: _segmented(s, False, dtypes, regimes),
     "segment_sum_csr": _csr_sum,
+    "segment_csr": _segment_nd,
+    "segment_coo": lambda s, dtypes=None, regimes=None: _segment_nd(s, dtypes, regimes, kind="coo"),
+    "scatter": lambda s, dtypes=None, regimes=None: _segment_nd(s, dtypes, regimes, kind="scatter"),
+    "gather_csr": _gather_csr,
     "compress": lambda s, dtypes=None, regimes=None: _compress(s, dtypes, regimes),
     "compress_ind": lambda s, dtypes=None, regimes=None: _compress(s, dtypes, regimes),
     "spmv": _spmv,
@@ -471,6 +514,11 @@ EXAMPLES = {
              ((np.array([5, 1, 5, 1], np.int8), 1), {"largest": False})],
     "weighted_sample": [((np.array([0, 3, 0, 1], np.int32), 0.0), {}),
                         ((_f(0.0, 0.25, 0.0, 0.75), 0.25), {})],
+    # an int64 mean whose sum leaves int64 while the mean (between the values) fits: exact, no OverflowError
+    "scatter": [((np.array([[-6564096555250607923], [-3471097047484108119], [8276121530152021970],
+                            [6045045880496483620], [-1414377373025406904], [218070485381080319],
+                            [8309588520621746278]], np.int64), np.zeros(7, np.int64)),
+                 {"reduce": "mean", "dim_size": 1})],
     "split": [((np.arange(6, dtype=np.int16), np.array([1, 0, 1, 0, 0, 1], np.uint8)), {})],
     "compress_ind": [((np.arange(6, dtype=np.int16), np.array([0, 1, 1, 0, 0, 1], np.uint8)), {}),
                      ((_f(1.0, -0.0, np.nan, dtype="float16"), np.zeros(3, np.uint8)), {})],  # none kept

@@ -43,8 +43,10 @@ SPMV_FP = ("integers exact; floats: golden = differences of global prefix sums o
 COPY = "exact copy (values are moved, never combined)"
 ROW_FP = ("integers exact; floats: fast = each row accumulated in index order, |err_i| <= i u sum_{j<=i} |x_j|; "
           "golden = ScanU tile scans plus carries, |err_i| <= (s + i/s) u sum_{j<=i} |x_j|")
-SEGMENT_ND_FP = ("integers exact; floats: fast = each (segment, feature) reduced in position order in the result "
-                 "dtype, |err| <= (len + parts) u sum|x| for sum/mean (parts: pieces of a segment split among "
+SEGMENT_ND_FP = ("integers exact (an int64 mean too: it always fits, so a wrapped sum is redone exactly); "
+                 "floats: fast = each (segment, feature) reduced in position order in the result "
+                 "dtype (one column: 8 positions a vector step, lanes then a tree), |err| <= (len + parts) u "
+                 "sum|x| for sum/mean (parts: pieces of a segment split among "
                  "threads, or of scatter's private copies), min/max exact (an element), prod |rel err| <= len u; "
                  "golden (sum/mean only) = prefix differences over every column laid end to end, as spmv")
 SAMPLE_FP = ("an index, compared exactly; integer weights exact; float weights: the fast op's float64 sums are "

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import operator
 
+import numba
 import numpy as np
 
 from .._validate import as_csr
+from . import _seg_kernels as K
 from ._io import is_tensor, to_numpy
 
-__all__ = ["csr_parts", "shape_pair", "index_arrays", "int_array", "raise_invalid"]
+__all__ = ["csr_parts", "shape_pair", "index_arrays", "int_array", "raise_invalid", "check_indptr_order",
+           "long_segments"]
 
 
 def csr_parts(A, name="A"):
@@ -97,3 +100,31 @@ def raise_invalid(indptr, indices, data, n, name="A"):
     except ValueError as e:
         raise ValueError(f"{name}: {e}") from None
     raise ValueError(f"{name}: inconsistent CSR structure (indptr and indices do not describe the rows)")
+
+
+def check_indptr_order(ip):
+    """ValueError naming the first decreasing offset of ``ip`` (int64; one parallel pass, no
+    temporaries: np.diff's two 8-byte arrays per segment cost more than the sums at ~10
+    elements a segment)."""
+    m = ip.size - 1
+    if m <= 0:
+        return
+    T = numba.get_num_threads()
+    row_chunks = np.linspace(0, m, max(1, min(T * 4, m // 4096 + 1)) + 1).astype(np.int64)
+    steps = np.empty(row_chunks.size - 1, np.int64)
+    K.indptr_min_step(ip, row_chunks, steps)
+    if steps.min() < 0:
+        i = int(np.flatnonzero(np.diff(ip) < 0)[0])  # the error path: a plain search
+        raise ValueError(f"indptr must be non-decreasing; indptr[{i}] = {ip[i]} > indptr[{i + 1}] = {ip[i + 1]}")
+
+
+def long_segments(ip, share):
+    """The segments of ``ip`` (valid, non-decreasing offsets) longer than ``share`` (> 0), sorted.
+    A segment longer than share (>= 2h) contains a multiple of h = share // 2: only the segments
+    holding those few points can be long, so no pass over all offsets is needed."""
+    m = ip.size - 1
+    n = int(ip[-1]) if ip.size else 0
+    h = max(share // 2, 1)
+    cand = np.unique(np.searchsorted(ip, np.arange(h, n, h, dtype=np.int64), side="right") - 1)
+    cand = cand[(cand >= 0) & (cand < m)]
+    return cand[(ip[cand + 1] - ip[cand]) > share]

@@ -24,6 +24,7 @@ import numpy as np
 from numba import njit, prange
 from numba.cpython.unsafe.numbers import trailing_zeros
 
+from ._segreduce_vec import ROW_STEPS, ROW_W, vrow
 from ._vec import block_prefix, count_nonzero_or, prefetch, rows_from_prefix, same_width, sum_i64
 
 BLOCK = 1024
@@ -383,21 +384,16 @@ def segsum_float(x, f, starts, bases, out, heads, tails, zero):
 # ----------------------------------------------------------------------------- CSR segment sums
 
 @njit(cache=True, parallel=True)
-def indptr_scan(ip, starts, share, first_bad, n_long):
-    """One parallel pass over the offsets: per chunk c of rows [starts[c],
-    starts[c+1]), the first r with ip[r+1] < ip[r] (else -1) and the number of
-    rows longer than ``share``. Replaces np.diff-based checks (two 8-byte
-    temporaries per row, which cost more than the sums at 10 elements a row)."""
+def indptr_min_step(ip, starts, out):
+    """One parallel pass over the offsets: per chunk c of rows [starts[c], starts[c+1]), the
+    smallest step ip[r+1] - ip[r] (0 for an empty chunk). A branch-free min, so the loop
+    vectorizes and runs at memory speed; the caller looks for the position only when a step
+    is negative."""
     for c in prange(starts.size - 1):
-        bad = -1
-        k = 0
+        mn = np.int64(0)
         for r in range(starts[c], starts[c + 1]):
-            d = ip[r + 1] - ip[r]
-            if d < 0 and bad < 0:
-                bad = r
-            k += d > share
-        first_bad[c] = bad
-        n_long[c] = k
+            mn = min(mn, ip[r + 1] - ip[r])
+        out[c] = mn
 
 
 @njit(cache=True, parallel=True)
@@ -501,12 +497,20 @@ def csr_sums_int_short(x, indptr, rstarts, out, mins, maxs, bad, bufs, suspect):
 @njit(cache=True, parallel=True, fastmath={"reassoc", "nsz", "arcp", "contract"})
 def csr_sums_float(x, indptr, rstarts, share, out, zero):
     """Float segment sums; summation order within a row is left to the
-    vectorizer (reassociation): |err| <= (len-1) u sum|x| holds for any order."""
+    vectorizer (reassociation): |err| <= (len-1) u sum|x| holds for any order.
+    Rows whose vector steps stay inside x take ``vrow`` (ROW_W positions a step,
+    masked, no loop set-up per row: most rows hold ~10 elements)."""
+    row_end = x.size - (ROW_W - 1)
+    head_end = x.size - ROW_STEPS * ROW_W
     for t in prange(rstarts.size - 1):
         for r in range(rstarts[t], rstarts[t + 1]):
-            if indptr[r + 1] - indptr[r] > share:
+            lo, hi = indptr[r], indptr[r + 1]
+            if hi - lo > share:
                 continue
-            xs = x[indptr[r]:indptr[r + 1]]
+            if lo < hi and hi <= row_end and lo <= head_end:
+                out[r] = vrow(x, lo, hi, 0)
+                continue
+            xs = x[lo:hi]
             a = zero  # a typed zero: out is uninitialised
             for i in range(xs.size):
                 a += xs[i]

@@ -7,6 +7,10 @@ result is one F-vector per batch. The innermost loops run over the F
 features of one position, so they are contiguous and vectorize at any F
 without reassociating a float sum: each feature is still summed in position
 order (the error model of ``segment_sum_csr``: |err| <= len * u * sum |x|).
+One column (F = 1, no args) has no features to vectorize over: its kernel
+(``csr_reduce_column_float``) reads ROW_W positions of a segment per vector
+step instead, so its sums are reassociated (the same bound holds for any
+order; min/max are order-free).
 
 Work is split into tasks of whole segments balanced by element count
 (``tasks`` in ``segreduce``); a segment longer than a task's share is cut into
@@ -28,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._segreduce_vec import MAX, MEAN, MIN, PROD, SUM, vreduce
+from ._segreduce_vec import MAX, MEAN, MIN, PROD, ROW_STEPS, ROW_W, SUM, vreduce, vrow
 
 REDUCE_CODES = {"sum": SUM, "add": SUM, "mean": MEAN, "min": MIN, "max": MAX, "prod": PROD, "mul": PROD}
 
@@ -237,6 +241,79 @@ def _segment(x, rows, use_rows, xb, lo, hi, F, op, out, ob, arg, want_arg, divid
             out[ob + k] = acc
         if want_arg:
             arg[ob + k] = a
+
+
+@njit(cache=True, inline="always")
+def _row(x, lo, hi, op):
+    """One column: the reduction of x[lo:hi] (non-empty; ``vrow`` reads x[lo:lo + ROW_STEPS *
+    ROW_W] and x[:hi + ROW_W - 1], which must exist). A mean is the sum divided by the count,
+    rounded once."""
+    if op == SUM:
+        return vrow(x, lo, hi, 0)
+    if op == MEAN:
+        return vrow(x, lo, hi, 0) / x.dtype.type(hi - lo)
+    if op == PROD:
+        return vrow(x, lo, hi, 4)
+    if op == MIN:
+        return vrow(x, lo, hi, 2)
+    return vrow(x, lo, hi, 3)
+
+
+@njit(cache=True, parallel=True)
+def csr_reduce_column_float(x, bounds, t_b, t_lo, t_hi, op, out, skip, bad):
+    """``csr_reduce_float`` for one column read in order, without args (x: [B, E], out: [B, N]):
+    each segment in vector steps of ROW_W positions (``vrow``; lanes combined as a tree, so a sum
+    is reassociated, within its error model). The last segments of x, whose steps would read
+    past its end, take a scalar loop (positions in order).
+
+    The offsets need not have been checked: a segment without 0 <= lo <= hi <= E is not read
+    (its result is 0) and sets bad[t] of its task (every pair valid <=> offsets in [0, E] and
+    non-decreasing), so the caller's order check is folded into this pass."""
+    B, E = x.shape
+    N = bounds.size - 1
+    xf = x.reshape(x.size)
+    o = out.reshape(out.size)
+    has_skip = skip.size > 0
+    zero = out.dtype.type(0)
+    v0 = out.dtype.type(1) if op == PROD else zero
+    row_end = xf.size - (ROW_W - 1)  # vrow's reads stay inside x (its docstring)
+    head_end = xf.size - ROW_STEPS * ROW_W
+    uE = np.uint64(E)
+    for t in prange(t_b.size):
+        b = t_b[t]
+        wrong = False
+        for n in range(t_lo[t], t_hi[t]):
+            if has_skip and skip[n]:
+                continue
+            lo, hi = bounds[n], bounds[n + 1]
+            if np.uint64(lo) < np.uint64(hi) and np.uint64(hi) <= uE:  # 0 <= lo < hi <= E
+                lo += b * E
+                hi += b * E
+                if hi <= row_end and lo <= head_end:
+                    o[b * N + n] = _row(xf, lo, hi, op)
+                else:
+                    o[b * N + n] = _row_scalar(xf, lo, hi, op)
+            else:
+                o[b * N + n] = v0
+                wrong |= hi != lo or np.uint64(hi) > uE
+        bad[t] = wrong
+
+
+@njit(cache=True, inline="always")
+def _row_scalar(x, lo, hi, op):
+    """``_row`` one position at a time, in order (min/max: strict comparisons, NaN propagates)."""
+    acc = x[lo]
+    for e in range(lo + 1, hi):
+        v = x[e]
+        if op == SUM or op == MEAN:
+            acc += v
+        elif op == PROD:
+            acc *= v
+        elif acc == acc and (v != v or (v < acc if op == MIN else v > acc)):
+            acc = v
+    if op == MEAN:
+        return acc / x.dtype.type(hi - lo)
+    return acc
 
 
 @njit(cache=True, parallel=True)
@@ -590,3 +667,19 @@ def column_scan_int(x, flags, seg, exclusive, out, check, ranges, wrapped):
         ranges[w, 0] = lo_v
         ranges[w, 1] = hi_v
         wrapped[w] = wr
+
+
+@njit(cache=True, parallel=True)
+def route_arg(grad, arg, out):
+    """The gradient of min/max: out[b, arg[b, n, k], k] = grad[b, n, k] (grad, arg: [B, N, F];
+    out: [B, E, F], zeroed by the caller). arg == E (an empty segment) routes nothing. Each
+    position is chosen by at most one output (it lies in one segment), so the writes never meet."""
+    B, N, F = grad.shape
+    E = out.shape[1]
+    for bn in prange(B * N):
+        b = bn // N
+        n = bn - b * N
+        for k in range(F):
+            a = arg[b, n, k]
+            if 0 <= a < E:
+                out[b, a, k] = grad[b, n, k]

@@ -14,7 +14,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["vreduce", "SUM", "MEAN", "MIN", "MAX", "PROD"]
+__all__ = ["vreduce", "vrow", "ROW_W", "ROW_STEPS", "SUM", "MEAN", "MIN", "MAX", "PROD"]
 
 #: reduction codes (runtime values in the kernels, literals here)
 SUM, MEAN, MIN, MAX, PROD = 0, 1, 2, 3, 4
@@ -135,3 +135,95 @@ def vreduce(typingctx, x, rows, lo, hi, F, xb0, out, ob, arg, op, width, use_row
     sig = types.void(x, rows, types.int64, types.int64, types.int64, types.int64, out, types.int64, arg,
                      op, width, types.boolean, want_arg)
     return sig, lambda c, b, s, a: _codegen(o, W, track, c, b, s, a)
+
+
+# ----------------------------------------------------------------------------- one column
+
+ROW_W = 8  # positions per vector step of ``vrow`` (one AVX2 register of float32)
+ROW_STEPS = 1  # steps ``vrow`` takes before its loop
+
+
+def _combine(builder, op, acc, v):
+    """acc (op) v, lane by lane. min/max: an ordered comparison (one minps/maxps), so a NaN in
+    v never enters acc: NaNs are tracked apart (``vrow``)."""
+    if op in (SUM, MEAN):
+        return builder.fadd(acc, v)
+    if op == PROD:
+        return builder.fmul(acc, v)
+    return builder.select(builder.fcmp_ordered("<" if op == MIN else ">", v, acc), v, acc)
+
+
+def _row_codegen(op, context, builder, sig, args):
+    x_t = sig.args[0]
+    x = context.make_array(x_t)(context, builder, args[0]).data
+    lo, hi = args[1], args[2]
+    et = context.get_value_type(x_t.dtype)
+    W = ROW_W
+    vt = ir.VectorType(et, W)
+    iota = ir.Constant(ir.VectorType(_I64, W), list(range(W)))
+    ident = {SUM: -0.0, MEAN: -0.0, PROD: 1.0, MIN: float("inf"), MAX: float("-inf")}[op]
+    fill = ir.Constant(vt, [ident] * W)  # -0.0 + v == v for every v, +0.0 included
+    acc_p = cgutils.alloca_once(builder, vt)
+    minmax = op in (MIN, MAX)
+    mt = ir.VectorType(_I1, W)
+    nan_p = cgutils.alloca_once(builder, mt)  # lanes that met a NaN (min/max): its own short chain
+    p_p = cgutils.alloca_once(builder, _I64)
+
+    def step(acc, nan, p):
+        ptr = builder.bitcast(builder.gep(x, [p], inbounds=True), vt.as_pointer())
+        v = builder.load(ptr, align=x_t.dtype.bitwidth // 8)
+        keep = builder.icmp_signed("<", iota, _splat(builder, builder.sub(hi, p), ir.VectorType(_I64, W)))
+        v = builder.select(keep, v, fill)  # lanes at or past the segment's end: masked out
+        return _combine(builder, op, acc, v), builder.or_(nan, builder.fcmp_unordered("uno", v, v))
+
+    # the first ROW_STEPS steps unconditionally (no loop, so no trip count to mispredict for
+    # the short segments), the loop only for what is left
+    acc, nan = fill, ir.Constant(mt, None)
+    for k in range(ROW_STEPS):
+        acc, nan = step(acc, nan, builder.add(lo, _I64(k * W)))
+    builder.store(acc, acc_p)
+    builder.store(nan, nan_p)
+    builder.store(builder.add(lo, _I64(ROW_STEPS * W)), p_p)
+    fn = builder.function
+    bcond, bbody, bend = (fn.append_basic_block(f"vrow.{n}") for n in ("cond", "body", "end"))
+    builder.branch(bcond)
+    builder.position_at_end(bcond)
+    p = builder.load(p_p)
+    builder.cbranch(builder.icmp_signed("<", p, hi), bbody, bend)
+    builder.position_at_end(bbody)
+    acc, nan = step(builder.load(acc_p), builder.load(nan_p), p)
+    builder.store(acc, acc_p)
+    builder.store(nan, nan_p)
+    builder.store(builder.add(p, _I64(W)), p_p)
+    builder.branch(bcond)
+    builder.position_at_end(bend)
+    acc = builder.load(acc_p)
+    n = W
+    while n > 1:  # a tree over the lanes: halves combined
+        n //= 2
+        lo_half = builder.shuffle_vector(acc, acc, ir.Constant(ir.VectorType(ir.IntType(32), n), list(range(n))))
+        hi_half = builder.shuffle_vector(acc, acc, ir.Constant(ir.VectorType(ir.IntType(32), n),
+                                                               list(range(n, 2 * n))))
+        acc = _combine(builder, op, lo_half, hi_half)
+    res = builder.extract_element(acc, ir.IntType(32)(0))
+    if minmax:  # NaN propagates: any NaN met gives NaN
+        nan = builder.icmp_unsigned("!=", builder.bitcast(builder.load(nan_p), ir.IntType(W)), ir.IntType(W)(0))
+        res = builder.select(nan, ir.Constant(et, float("nan")), res)
+    return res
+
+
+@intrinsic
+def vrow(typingctx, x, lo, hi, op):
+    """The ``op`` reduction (SUM, MEAN = SUM here, PROD, MIN, MAX: a literal int) of x[lo:hi], a
+    non-empty range of a 1-D C float array, ``ROW_W`` positions per vector step, the lanes then
+    combined as a tree: a reassociated order (sums and products; min/max are order-free, NaN
+    propagating). Every step loads ``ROW_W`` whole elements: the first ROW_STEPS steps at lo,
+    lo + ROW_W, ... unconditionally, then from every p < hi, so the caller makes sure x[lo:lo +
+    ROW_STEPS * ROW_W] and x[:hi + ROW_W - 1] exist (lanes at or past hi are masked out)."""
+    if not isinstance(op, types.IntegerLiteral):
+        return None
+    if not (isinstance(x, types.Array) and x.ndim == 1 and x.layout == "C" and isinstance(x.dtype, types.Float)):
+        return None
+    o = op.literal_value
+    sig = x.dtype(x, types.int64, types.int64, op)
+    return sig, lambda c, b, s, a: _row_codegen(o, c, b, s, a)

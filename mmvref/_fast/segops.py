@@ -29,6 +29,7 @@ from .._validate import as_flags, as_indptr, as_values, check_bool, check_overfl
 from . import _seg_kernels as K
 from . import _target
 from . import segreduce as SR
+from ._csr_input import check_indptr_order, long_segments
 from ._io import like_input, needs_torch_op, to_numpy
 
 __all__ = ["scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "compress", "compress_ind"]
@@ -428,22 +429,6 @@ def _segsum_join(x, xk, f, src, rdt, overflow, out, starts, counts, bases, nseg,
 
 # ----------------------------------------------------------------------------- CSR segment sums
 
-def _check_indptr_order(ip, share):
-    """ValueError naming the first decreasing offset (one parallel pass)."""
-    m = ip.size - 1
-    if m <= 0:
-        return
-    T = numba.get_num_threads()
-    row_chunks = np.linspace(0, m, max(1, min(T * 4, m // 4096 + 1)) + 1).astype(np.int64)
-    first_bad = np.full(row_chunks.size - 1, -1, np.int64)
-    n_long = np.zeros(row_chunks.size - 1, np.int64)
-    K.indptr_scan(ip, row_chunks, share, first_bad, n_long)
-    bad = first_bad[first_bad >= 0]
-    if bad.size:
-        i = int(bad[0])
-        raise ValueError(f"indptr must be non-decreasing; indptr[{i}] = {ip[i]} > indptr[{i + 1}] = {ip[i + 1]}")
-
-
 @guarded
 def _segment_sum_csr_1d(x, indptr, *, dtype=None, overflow="raise"):
     """Sums of x over the segments x[indptr[r]:indptr[r+1]]; empty segments give 0.
@@ -465,7 +450,7 @@ def _segment_sum_csr_1d(x, indptr, *, dtype=None, overflow="raise"):
     T = numba.get_num_threads()
     share = max(n // T, 1 << 16)
     if m == 0 or n == 0:
-        _check_indptr_order(ip, share)
+        check_indptr_order(ip)
         return like_input(np.zeros(m, dtype=rdt), src)
     out = np.empty(m, dtype=rdt)  # every row is written below (kernels, then the long rows)
     xk = _kernel_input(x, rdt)
@@ -473,15 +458,10 @@ def _segment_sum_csr_1d(x, indptr, *, dtype=None, overflow="raise"):
     # int64 queries: float ones would make numpy cast (copy) all of ip to float64
     cuts = np.searchsorted(ip, np.linspace(0, n, tasks + 1)[1:-1].astype(np.int64), side="right") - 1
     rstarts = np.unique(np.concatenate([[0], np.clip(cuts, 0, m), [m]])).astype(np.int64)
-    # A row longer than share (>= 2h) contains a multiple of h: only the rows holding those
-    # few points can be long, so no pass over all offsets is needed to find them.
-    h = max(share // 2, 1)
-    cand = np.unique(np.searchsorted(ip, np.arange(h, n, h, dtype=np.int64), side="right") - 1)
-    cand = cand[(cand >= 0) & (cand < m)]
-    long_rows = cand[(ip[cand + 1] - ip[cand]) > share]
+    long_rows = long_segments(ip, share)
     short_path = rdt.kind != "f" and n < 32 * m and long_rows.size == 0
     if not short_path:  # the other kernels trust the order: check it first (one parallel pass)
-        _check_indptr_order(ip, share)
+        check_indptr_order(ip)
     is_int = rdt.kind != "f"
     if is_int:
         mins = np.zeros(rstarts.size - 1, dtype=np.int64)
@@ -497,7 +477,7 @@ def _segment_sum_csr_1d(x, indptr, *, dtype=None, overflow="raise"):
                 bufs = np.empty((rstarts.size - 1, _CSR_BLOCK), np.int64)
                 K.csr_sums_int_short(xk, ip, rstarts, out, mins, maxs, bad, bufs, suspect)
             if (bad >= 0).any():
-                _check_indptr_order(ip, share)  # names the first offending position
+                check_indptr_order(ip)  # names the first offending position
                 raise ValueError("indptr must be non-decreasing")
         else:
             K.csr_sums_int(xk, ip, rstarts, share, out, mins, maxs)

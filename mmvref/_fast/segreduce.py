@@ -15,6 +15,9 @@ NaN gives NaN and the position of its first NaN), as torch. mean: the sum
 divided by the count in the result dtype; integers: floor division (as
 torch.scatter_reduce and torch_scatter.scatter_mean; torch_scatter's
 segment_*_csr truncates toward zero instead, which differs for negative sums).
+An integer mean always fits its dtype (it lies between the values), so it
+never raises: where an int64 sum leaves int64 it is recomputed exactly
+(``overflow="wrap"`` keeps floor(wrapped sum / count), as hardware would).
 
 ``axis=`` names the reduced axis; ``dim=`` is accepted as its alias (torch's name).
 
@@ -32,6 +35,7 @@ from .._dtypes import VALUE_DTYPES, result_dtype
 from .._threading import guarded
 from .._validate import _asarray, as_flags, as_indptr, check_bool, check_overflow
 from . import _segreduce_kernels as R
+from ._csr_input import check_indptr_order, long_segments
 from ._io import like_input, needs_torch_op, to_numpy
 
 __all__ = ["segment_csr", "segment_coo", "scatter", "gather_csr", "nd_segmented_sum",
@@ -170,6 +174,11 @@ def deliver(res, out, src):
 
 # ----------------------------------------------------------------------------- the reduction
 
+def _share(E):
+    """Positions above which one segment is cut into parts, reduced by every thread."""
+    return max(E // (2 * numba.get_num_threads()), _LONG_MIN)
+
+
 def _tasks(bounds, B, E):
     """Tasks of whole segments balanced by element count: (t_b, t_lo, t_hi, skip, long)."""
     T = numba.get_num_threads()
@@ -183,18 +192,30 @@ def _tasks(bounds, B, E):
     long = np.zeros(0, np.int64)
     skip = np.zeros(0, np.bool_)
     if B < T and N:
-        share = max(E // (2 * T), _LONG_MIN)
-        long = np.flatnonzero(np.diff(bounds) > share)
+        long = long_segments(bounds, _share(E))
         if long.size:
             skip = np.zeros(N, np.bool_)
             skip[long] = True
     return t_b, t_lo, t_hi, skip, long
 
 
+def _by_column(x3, rows, want_arg):
+    """Whether ``_run`` takes the one-column kernel (which also checks the offsets' order)."""
+    return x3.dtype.kind == "f" and x3.shape[0] > 0 and x3.shape[2] == 1 and rows.size == 0 and not want_arg
+
+
 def _run(x3, bounds, rows, op, out3, arg3, want_arg, empty_arg, skip, t_b, t_lo, t_hi, check):
     """One kernel launch; for integers returns ((min, max) of the int64 results, wrapped)."""
     if x3.dtype.kind == "f":
-        R.csr_reduce_float(x3, bounds, rows, t_b, t_lo, t_hi, op, out3, arg3, want_arg, empty_arg, skip)
+        B, E, F = x3.shape
+        if _by_column(x3, rows, want_arg):  # one column in order: vector steps along segments
+            bad = np.zeros(t_b.size, np.bool_)
+            R.csr_reduce_column_float(x3.reshape(B, E), bounds, t_b, t_lo, t_hi, op,
+                                      out3.reshape(B, out3.shape[1]), skip, bad)
+            if bad.any():
+                check_indptr_order(bounds)  # raises, naming the first decreasing offset
+        else:
+            R.csr_reduce_float(x3, bounds, rows, t_b, t_lo, t_hi, op, out3, arg3, want_arg, empty_arg, skip)
         return None, False
     ranges = np.empty((t_b.size, 2), np.int64)
     flags = np.zeros(t_b.size, np.int64)
@@ -220,6 +241,8 @@ def reduce3(x3, bounds, rows, op, cdt, want_arg, check):
     T = numba.get_num_threads()
     for n in long:  # a long segment: parts by every thread, then the parts' results reduced
         lo, hi = int(bounds[n]), int(bounds[n + 1])
+        if not 0 <= lo <= hi <= E:  # not read by the column kernel, which checked the others
+            check_indptr_order(bounds)
         P = 4 * T
         parts = np.linspace(lo, hi, P + 1).astype(np.int64)
         pop = R.SUM if op == R.MEAN else op
@@ -329,6 +352,23 @@ def _exact_fits(x3, bounds=None, rows=None, flags=None, exclusive=False):
     return True
 
 
+def _exact_int64_mean(x3, bounds, rows):
+    """floor(exact sum / count) of int64 x3 [B, E, F] over the segments (count 1 for empty ones),
+    where an int64 sum wrapped: each value split into its high (signed) and low 32-bit halves,
+    whose segment sums stay inside int64 for segments shorter than 2**31, then combined and
+    divided as Python integers (a rare path: the sums of some segment leave int64)."""
+    B, E, F = x3.shape
+    if E >= 2**31:
+        raise OverflowError("mean: an int64 segment sum leaves int64 and the axis is too long (>= 2**31) "
+                            "for the exact two-half method")
+    hi = np.ascontiguousarray(x3 >> 32)
+    lo = np.ascontiguousarray(x3 & 0xFFFFFFFF)
+    sh = reduce3(hi, bounds, rows, R.SUM, np.dtype(np.int64), False, False)[0]
+    sl = reduce3(lo, bounds, rows, R.SUM, np.dtype(np.int64), False, False)[0]
+    cnt = np.maximum(np.diff(bounds), 1).astype(object).reshape(1, -1, 1)
+    return ((sh.astype(object) * 2**32 + sl.astype(object)) // cnt).astype(np.int64)
+
+
 def _int_check(x, op, overflow):
     """Whether the integer kernels must use checked int64 arithmetic."""
     if overflow != "raise" or x.dtype.kind != "i" or op in (R.MIN, R.MAX):
@@ -342,9 +382,11 @@ def _int_check(x, op, overflow):
 
 
 def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, out, op_name, n_out,
-              index=None):
+              index=None, order_checked=True):
     """The shared body of segment_csr / segment_coo / scatter / segmented_sum (validated
-    bounds and rows in hand; or, for scatter's direct float path, the validated ``index``)."""
+    bounds and rows in hand; or, for scatter's direct float path, the validated ``index``).
+    ``order_checked=False``: bounds (int64, bounds[0] == 0, bounds[-1] == E) are not yet known to
+    be non-decreasing; the one-column kernel checks them in its pass, other paths first here."""
     op = reduce_code(reduce)
     return_arg = check_bool(return_arg, "return_arg")
     if return_arg and op not in (R.MIN, R.MAX):
@@ -356,9 +398,11 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
     if cdt.kind == "f":
         x3 = x3.astype(cdt, copy=False)
     check = _int_check(x, op, overflow)
-    if B == 1 and F == 1 and index is None and rows.size == 0 and op in (R.SUM, R.MEAN) and E:
-        # one column: the 1-D segment-sum kernels (prefix differences for short integer rows,
-        # SIMD row sums), then the count division
+    if not order_checked and not _by_column(x3, rows, return_arg):
+        check_indptr_order(bounds)
+    if B == 1 and F == 1 and index is None and rows.size == 0 and op in (R.SUM, R.MEAN) and E and cdt.kind == "i":
+        # one integer column: the 1-D segment-sum kernels (prefix differences for short rows,
+        # exact overflow decisions), then the count division (floats: ``reduce3``'s column kernel)
         from .segops import _segment_sum_csr_1d
 
         mean = op == R.MEAN
@@ -374,7 +418,7 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
                 from . import _seg_kernels as K
 
                 if not K.exact_csr_range(x3.reshape(E), bounds, _I64.min, _I64.max):
-                    raise _overflow(op_name, np.dtype(np.int64))
+                    sums = _exact_int64_mean(x3, bounds, rows).reshape(-1)
         res = finish(sums.astype(cdt, copy=False).reshape(shape), None, cdt, fin, overflow, op_name)
         return deliver(res, out, src)
     if index is not None and cdt.kind == "f" and numba.get_num_threads() <= _DIRECT_MAX_THREADS:
@@ -387,8 +431,11 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
         out3, arg3, lo_hi, wrapped = reduce3(x3, bounds, rows, op, cdt, return_arg, check)
     if wrapped and (op == R.PROD or not _exact_fits(x3, bounds, rows)):
         # a product's check is exact (magnitudes only grow, zeros are tracked); a sum's flags any
-        # int64 partial sum that wrapped, so the outputs themselves are decided exactly here
-        raise _overflow(op_name, fin)
+        # int64 partial sum that wrapped, so the outputs themselves are decided exactly here.
+        # A mean of int64 values always fits int64 (it lies between them): computed exactly.
+        if op != R.MEAN:
+            raise _overflow(op_name, fin)
+        out3 = _exact_int64_mean(x3, bounds, rows)
     res = finish(out3.reshape(shape), lo_hi, cdt, fin, overflow, op_name)
     if not return_arg:
         return deliver(res, out, src)
@@ -418,9 +465,9 @@ def segment_csr(src, indptr, *, axis=0, reduce="sum", return_arg=False, dtype=No
     x = values_nd(src)
     axis = norm_axis(axis, x.ndim)
     check_overflow(overflow)
-    ip = as_indptr(to_numpy(indptr, "indptr"), "indptr", nnz=x.shape[axis])
+    ip = as_indptr(to_numpy(indptr, "indptr"), "indptr", nnz=x.shape[axis], check_order=False)
     return reduce_nd(src, x, axis, ip, np.zeros(0, np.int64), reduce, return_arg, dtype, overflow, out,
-                     "segment_csr", ip.size - 1)
+                     "segment_csr", ip.size - 1, order_checked=False)  # the order: in the kernels' pass
 
 
 def _index(index, E, dim_size, name="index"):

@@ -80,6 +80,11 @@ def segment_csr(src, indptr, s=DEFAULT_S, *, axis=0, reduce="sum", overflow="rai
                 sums = [[v // max(int(ip[r + 1] - ip[r]), 1) for v in row] for r, row in enumerate(sums)]
             return [v for row in sums for v in row]
 
+        if red == "mean" and overflow == "raise" and b.magnitude > np.iinfo(np.int64).max:
+            # the words hold floor((sum mod 2**64) / count), not the mean; a mean lies between its
+            # values, so it always fits: the exact means (overflow="wrap" keeps the words, as hardware)
+            y = np.moveaxis(np.array(exact(), dtype=np.int64).reshape((N,) + moved.shape[1:]), 0, axis)
+            return finish(y, x.dtype, overflow, op="golden.segment_csr")
         return finish(y, x.dtype, overflow, bound_magnitude=b.magnitude, exact=exact, op="golden.segment_csr")
     return finish(y, x.dtype, overflow)
 
