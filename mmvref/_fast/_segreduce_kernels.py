@@ -415,18 +415,35 @@ def gather_csr(x, bounds, out):
                 out[b, e, k] = x[b, n, k]
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def index_order(index, n):
     """(bad, sorted): the first position whose value is outside [0, n) (-1: none), and
-    whether the values are non-decreasing."""
-    srt = True
-    for i in range(index.size):
-        v = index[i]
-        if v < 0 or v >= n:
-            return i, False
-        if i and v < index[i - 1]:
-            srt = False
-    return -1, srt
+    whether the values are non-decreasing. One parallel pass of branch-free min / max /
+    order tests per chunk; the position is searched only when some value is outside."""
+    E = index.size
+    C = max(1, min(64, E // 65536))
+    lo_c = np.empty(C, np.int64)
+    hi_c = np.empty(C, np.int64)
+    down = np.zeros(C, np.bool_)
+    for c in prange(C):
+        a, b = c * E // C, (c + 1) * E // C
+        mn, mx = index[a], index[a]
+        d = False
+        for i in range(a + 1, b):
+            v = index[i]
+            mn = min(mn, v)
+            mx = max(mx, v)
+            d |= v < index[i - 1]
+        if a > 0:
+            d |= index[a] < index[a - 1]
+        lo_c[c], hi_c[c], down[c] = mn, mx, d
+    if E == 0:
+        return -1, True
+    if lo_c.min() < 0 or hi_c.max() >= n:
+        for i in range(E):
+            if index[i] < 0 or index[i] >= n:
+                return i, False
+    return -1, not down.any()
 
 
 @njit(cache=True, parallel=True)
@@ -601,14 +618,20 @@ def _accumulate(x, index, e0, e1, v0, v1, op, out, arg, want_arg, counts):
                     out[b, v, k] = w if (w < c if op == MIN else w > c) or w != w else c
 
 
-@njit(cache=True)
+@njit(cache=True, parallel=True)
 def coo_bounds(index, n):
-    """CSR bounds of a sorted index (values in [0, n), checked before)."""
-    bounds = np.zeros(n + 1, np.int64)
-    for i in range(index.size):
-        bounds[index[i] + 1] += 1
-    for v in range(n):
-        bounds[v + 1] += bounds[v]
+    """CSR bounds of a sorted index (values in [0, n), checked before): bounds[v] is the first
+    position holding a value >= v, written by that position alone, so the pass is parallel."""
+    E = index.size
+    bounds = np.empty(n + 1, np.int64)
+    for i in prange(E):
+        v = index[i]
+        p = index[i - 1] if i > 0 else -1
+        for w in range(p + 1, v + 1):  # the ids after the previous value's, up to this one's
+            bounds[w] = i
+    last = index[E - 1] if E > 0 else -1
+    for w in range(last + 1, n + 1):  # ids above every value (and the end)
+        bounds[w] = E
     return bounds
 
 
