@@ -25,6 +25,12 @@ k = the number of terms of an output, S = sum of their |values|):
                number may come back as the infinity of its sign;
   min, max     exact (the result is one of the inputs, converted exactly).
 Non-finite expected values (NaN, +-inf, from NaN/inf inputs) must match exactly.
+
+CI's haswell stage (``-m "not native_only"``) runs the tests of the vector kernels, whose code
+differs per target: test_segment_csr (ties and NaN included), test_feature_widths,
+test_one_column_* and the empty-segment conventions. The rest (semantics: overflow, dtypes,
+out=, bad input, torch; and the portable loops of scatter, gather and the N-d scans) is
+marked native_only.
 """
 from __future__ import annotations
 
@@ -295,6 +301,7 @@ def test_segment_coo(reduce, data):
 
 # ----------------------------------------------------------------------------- scatter
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 @pytest.mark.parametrize("reduce", REDUCES)
 @given(data=st.data())
 def test_scatter_unsorted_with_duplicates(reduce, data):
@@ -339,6 +346,7 @@ def test_segmented_sum_reduce(reduce, data):
 
 # ----------------------------------------------------------------------------- gather_csr
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 @given(data=st.data())
 def test_gather_csr(data):
     dt = data.draw(st.sampled_from(DTYPES), "dtype")
@@ -363,6 +371,7 @@ def _check_scan(call, x, vals, length, mag, overflow):
     assert_matches(call(), vals, length, mag, rdt, "scan", overflow)
 
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 @given(data=st.data())
 def test_segmented_scan_axis(data):
     dt = data.draw(st.sampled_from(DTYPES), "dtype")
@@ -377,6 +386,7 @@ def test_segmented_scan_axis(data):
                 x, vals, length, mag, overflow)
 
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 @given(data=st.data())
 def test_scan_axis(data):
     dt = data.draw(st.sampled_from(DTYPES), "dtype")
@@ -391,6 +401,7 @@ def test_scan_axis(data):
                 overflow)
 
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 @pytest.mark.parametrize("op", ["scan", "segmented_scan"])
 def test_exclusive_int64_scan_is_decided_on_its_outputs(op):
     """An exclusive scan's outputs are the prefixes before each position: here 0, MIN, MIN, all in int64;
@@ -403,6 +414,7 @@ def test_exclusive_int64_scan_is_decided_on_its_outputs(op):
     assert got.tolist() == [[0, 0], [-(2**63), 0], [-(2**63), 0]]
 
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 def test_scan_axis_none_is_cumsum_of_the_flattening():
     x = np.arange(24, dtype=np.int16).reshape(2, 3, 4)
     got = mmvref.scan(x)
@@ -512,6 +524,7 @@ def test_segments_longer_than_a_threads_share(dt):
     assert mmvref.segment_csr(x, [0, 60_001], reduce="mean").tolist() == [-1]
 
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 def test_scatter_long_duplicate_runs():
     """One scatter target receiving about 50,000 unsorted positions among other targets."""
     rng = np.random.default_rng(9)
@@ -523,6 +536,7 @@ def test_scatter_long_duplicate_runs():
 
 # ----------------------------------------------------------------------------- empty input, N = 0, conventions
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 @pytest.mark.parametrize("dt", ["int8", "int64", "float16", "float32"])
 def test_empty_input_and_no_segments(dt):
     x = np.zeros((0, 3), dtype=dt)
@@ -561,6 +575,7 @@ def test_empty_segment_conventions():
     assert v.tolist() == [[0], [5], [0]] and a.tolist() == [[2], [0], [2]]
 
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 def test_ties_nan_and_integer_mean():
     x = np.array([3, 1, 1, 3, 1], np.int8)
     v, a = mmvref.segment_csr(x, [0, 5], reduce="min", return_arg=True)
@@ -615,6 +630,7 @@ def test_one_column_kernel_checks_the_offsets(shape, axis):
         mmvref.segment_sum_csr(x, np.array([0, 30, 5, 40]), axis=axis)
 
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 def test_reduce_aliases():
     x = np.array([1, 2, 3, 4], np.int32)
     assert mmvref.segment_csr(x, [0, 2, 4], reduce="add").tolist() == [3, 7]
@@ -626,6 +642,7 @@ def test_reduce_aliases():
 I32 = np.iinfo(np.int32)
 
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 @pytest.mark.parametrize("op", ["segment_csr", "segment_coo", "scatter", "segmented_sum", "segment_sum_csr"])
 def test_int32_sum_overflow_raises_or_wraps(op):
     """Segments [MAX, 1], [5], [MIN, -1]: int32 sums that leave int32."""
@@ -648,6 +665,7 @@ def test_int32_sum_overflow_raises_or_wraps(op):
     assert got.dtype == np.int32 and got.tolist() == [I32.min, 5, I32.max]
 
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 def test_int_prod_and_int64_overflow():
     x = np.array([2**20, 2**12], np.int32)
     with pytest.raises(OverflowError):
@@ -661,6 +679,7 @@ def test_int_prod_and_int64_overflow():
         mmvref.scatter(y, np.array([0, 0]), reduce="prod")
 
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 @pytest.mark.parametrize("op", ["segment_csr", "segment_coo", "scatter", "segmented_sum"])
 @pytest.mark.parametrize("reduce", ["sum", "mean"])
 def test_int64_overflow_is_decided_on_the_exact_result(op, reduce):
@@ -674,6 +693,7 @@ def test_int64_overflow_is_decided_on_the_exact_result(op, reduce):
     assert call().tolist() == [[2**62 if reduce == "sum" else 2**62 // 3]]
 
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 @given(data=st.data())
 def test_integer_mean_is_never_silently_wrong(data):
     """Where the exact sum leaves the result dtype, mean still gives floor(exact / count): a mean of
@@ -691,6 +711,7 @@ def test_integer_mean_is_never_silently_wrong(data):
     assert got.tolist() == ([want] if cols == 0 else [[want] * cols])
 
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 def test_dtype_argument_narrows_and_widens():
     x = np.array([100, 27, 1], np.int32)
     r = mmvref.segment_csr(x, [0, 2, 3, 3], dtype=np.int8)
@@ -704,6 +725,7 @@ def test_dtype_argument_narrows_and_widens():
     assert r.dtype == np.int64 and r.tolist() == [1, 127]
 
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 def test_float16_result_dtype_rounds_from_float32():
     """dtype=float16: the float32 result rounded (beyond float16's range: inf), without a numpy warning
     (RuntimeWarnings raised inside mmvref are errors in this suite, pyproject.toml)."""
@@ -714,6 +736,7 @@ def test_float16_result_dtype_rounds_from_float32():
 
 # ----------------------------------------------------------------------------- out=
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 def test_out_argument():
     x = np.arange(12, dtype=np.float32).reshape(4, 3)
     out = np.empty((2, 3), np.float32)
@@ -734,6 +757,7 @@ def test_out_argument():
 
 # ----------------------------------------------------------------------------- bad input
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 def test_bad_input_names_the_argument():
     x = np.arange(6, dtype=np.float32)
     with pytest.raises(ValueError, match="index"):
@@ -769,6 +793,7 @@ def test_bad_input_names_the_argument():
 
 # ----------------------------------------------------------------------------- torch in, torch out
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 def test_torch_in_torch_out():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(2)
@@ -801,6 +826,7 @@ def test_torch_in_torch_out():
     assert r.dtype == torch.int32 and r.tolist() == [[1, 2], [8, 10]]
 
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 def test_oracle_sanity():
     """The oracle itself on hand-checked values (it must be right for the rest to mean anything)."""
     x = np.array([[1, 5], [3, -2], [3, 7]], np.int8)
@@ -821,6 +847,7 @@ def test_oracle_sanity():
     assert O.gather_csr(np.array([[1, 2], [3, 4]]), [0, 2, 3], axis=0).tolist() == [[1, 2], [1, 2], [3, 4]]
 
 
+@pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)
 def test_dim_is_an_alias_of_axis():
     x = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
     ip = np.array([0, 1, 3])

@@ -416,37 +416,6 @@ def gather_csr(x, bounds, out):
 
 
 @njit(cache=True, parallel=True)
-def index_order(index, n):
-    """(bad, sorted): the first position whose value is outside [0, n) (-1: none), and
-    whether the values are non-decreasing. One parallel pass of branch-free min / max /
-    order tests per chunk; the position is searched only when some value is outside."""
-    E = index.size
-    C = max(1, min(64, E // 65536))
-    lo_c = np.empty(C, np.int64)
-    hi_c = np.empty(C, np.int64)
-    down = np.zeros(C, np.bool_)
-    for c in prange(C):
-        a, b = c * E // C, (c + 1) * E // C
-        mn, mx = index[a], index[a]
-        d = False
-        for i in range(a + 1, b):
-            v = index[i]
-            mn = min(mn, v)
-            mx = max(mx, v)
-            d |= v < index[i - 1]
-        if a > 0:
-            d |= index[a] < index[a - 1]
-        lo_c[c], hi_c[c], down[c] = mn, mx, d
-    if E == 0:
-        return -1, True
-    if lo_c.min() < 0 or hi_c.max() >= n:
-        for i in range(E):
-            if index[i] < 0 or index[i] >= n:
-                return i, False
-    return -1, not down.any()
-
-
-@njit(cache=True, parallel=True)
 def counting_sort(index, n, parts):
     """A stable counting sort of ``index`` (values in [0, n), checked before): returns
     (bounds, perm): bounds[v]..bounds[v+1]-1 are the positions of perm holding the
@@ -620,19 +589,41 @@ def _accumulate(x, index, e0, e1, v0, v1, op, out, arg, want_arg, counts):
 
 @njit(cache=True, parallel=True)
 def coo_bounds(index, n):
-    """CSR bounds of a sorted index (values in [0, n), checked before): bounds[v] is the first
-    position holding a value >= v, written by that position alone, so the pass is parallel."""
+    """CSR bounds of an index, checked in the same pass: (bounds, lo, hi, down) with lo / hi the
+    smallest / largest value and down whether some value is below its predecessor. The bounds
+    hold only when lo >= 0, hi < n and not down: bounds[v] is the first position holding a value
+    >= v, written by that position alone, so the pass is parallel. Otherwise the caller raises
+    (bounds are garbage): writes are clamped to [0, n] and a chunk stops writing at its first
+    decrease, so a wrong index costs at most n writes per chunk, never a wild write."""
     E = index.size
+    C = max(1, min(64, E // 65536))
     bounds = np.empty(n + 1, np.int64)
-    for i in prange(E):
-        v = index[i]
-        p = index[i - 1] if i > 0 else -1
-        for w in range(p + 1, v + 1):  # the ids after the previous value's, up to this one's
-            bounds[w] = i
+    lo_c = np.zeros(C, np.int64)
+    hi_c = np.zeros(C, np.int64)
+    down_c = np.zeros(C, np.bool_)
+    for c in prange(C):
+        a, b = c * E // C, (c + 1) * E // C
+        if a >= b:
+            continue
+        mn, mx = index[a], index[a]
+        d = False
+        p = index[a - 1] if a > 0 else -1
+        for i in range(a, b):
+            v = index[i]
+            mn = min(mn, v)
+            mx = max(mx, v)
+            d |= v < p
+            if v > p and not d:  # a new id (one position in ~10 at GNN degrees: a rare branch)
+                for w in range(max(p + 1, 0), min(v, n) + 1):  # ids after the previous value's, to this one's
+                    bounds[w] = i
+            p = v
+        lo_c[c], hi_c[c], down_c[c] = mn, mx, d
     last = index[E - 1] if E > 0 else -1
-    for w in range(last + 1, n + 1):  # ids above every value (and the end)
+    for w in range(max(last + 1, 0), n + 1):  # ids above every value (and the end)
         bounds[w] = E
-    return bounds
+    if E == 0:
+        return bounds, 0, -1, False
+    return bounds, lo_c.min(), hi_c.max(), down_c.any()
 
 
 @njit(cache=True, parallel=True)

@@ -62,6 +62,8 @@ FAMILIES: dict[str, dict[str, str]] = {
     "segmented_sum (int8/16/32 -> int32)": {"avx512": "_avx512", "avx2": "_avx2", "portable": "_seg_kernels"},
     "scan, segmented ops (int64, floats)": {"portable": "_seg_kernels"},
     "segment_sum_csr": {"portable": "_seg_kernels"},
+    # one portable LLVM vector loop (generic vector IR, lowered for the compile target)
+    "segment_csr / segment_coo / scatter (N-d)": {"portable": "_segreduce_kernels"},
     "compress, compress_ind": {"portable": "_seg_kernels"},
     # float SpMV: on AVX-512 targets LLVM's own gathers (zmm) are the AVX-512 path; AVX2 forces
     # hardware gathers, which LLVM's tuning scalarizes on AMD Zen

@@ -471,7 +471,8 @@ def segment_csr(src, indptr, *, axis=0, reduce="sum", return_arg=False, dtype=No
 
 
 def _index(index, E, dim_size, name="index"):
-    """index as a 1-D int64 array of length E, dim_size resolved; values checked in [0, dim_size)."""
+    """(index as a 1-D int64 array of length E, dim_size resolved, its CSR bounds when the index is
+    sorted, else None); values checked in [0, dim_size)."""
     a = _asarray(to_numpy(index, name), name, empty_dtype=np.int64)
     if a.ndim != 1:
         raise ValueError(f"{name} must be 1-D (one segment id per position along the axis), "
@@ -490,11 +491,12 @@ def _index(index, E, dim_size, name="index"):
         if isinstance(dim_size, bool) or not isinstance(dim_size, (int, np.integer)) or dim_size < 0:
             raise ValueError(f"dim_size must be a non-negative int, got {dim_size!r}")
         n = int(dim_size)
-    bad, srt = R.index_order(a, n)
-    if bad >= 0:
+    bounds, lo, hi, down = R.coo_bounds(a, n)  # the values' range and order, checked in the same pass
+    if lo < 0 or hi >= n:
+        bad = int(np.flatnonzero((a < 0) | (a >= n))[0])
         raise ValueError(f"{name}[{bad}] = {a[bad]} is outside [0, {n})" + (" (dim_size)" if dim_size is not None
                                                                            else ""))
-    return a, n, srt
+    return a, n, (None if down else bounds)
 
 
 @guarded
@@ -513,12 +515,12 @@ def segment_coo(src, index, *, axis=0, dim_size=None, reduce="sum", return_arg=F
     x = values_nd(src)
     axis = norm_axis(axis, x.ndim)
     check_overflow(overflow)
-    idx, n, srt = _index(index, x.shape[axis], dim_size)
-    if not srt:
+    idx, n, bounds = _index(index, x.shape[axis], dim_size)
+    if bounds is None:
         i = int(np.argmax(idx[1:] < idx[:-1]))
         raise ValueError(f"index must be sorted (non-decreasing) for segment_coo; index[{i}] = {idx[i]} > "
                          f"index[{i + 1}] = {idx[i + 1]} (scatter takes any order)")
-    return reduce_nd(src, x, axis, R.coo_bounds(idx, n), np.zeros(0, np.int64), reduce, return_arg, dtype,
+    return reduce_nd(src, x, axis, bounds, np.zeros(0, np.int64), reduce, return_arg, dtype,
                      overflow, out, "segment_coo", n)
 
 
@@ -541,8 +543,7 @@ def scatter(src, index, *, axis=0, dim_size=None, reduce="sum", return_arg=False
     reduces positions in increasing order, so results are deterministic,
     min/max (values and ties: the lowest position) are identical across paths
     and ``arg`` holds positions in src; float sums, means and products of the
-    private-copy path get one extra rounding per thread piece.
-    position and ``arg`` holds positions in src."""
+    private-copy path get one extra rounding per thread piece."""
     axis = axis_or_dim(axis, dim, 0)
     if needs_torch_op(src):
         from .. import _torch_ops
@@ -552,9 +553,9 @@ def scatter(src, index, *, axis=0, dim_size=None, reduce="sum", return_arg=False
     x = values_nd(src)
     axis = norm_axis(axis, x.ndim)
     check_overflow(overflow)
-    idx, n, srt = _index(index, x.shape[axis], dim_size)
-    if srt:
-        return reduce_nd(src, x, axis, R.coo_bounds(idx, n), np.zeros(0, np.int64), reduce, return_arg, dtype,
+    idx, n, bounds = _index(index, x.shape[axis], dim_size)
+    if bounds is not None:
+        return reduce_nd(src, x, axis, bounds, np.zeros(0, np.int64), reduce, return_arg, dtype,
                          overflow, out, "scatter", n)
     return reduce_nd(src, x, axis, None, None, reduce, return_arg, dtype, overflow, out, "scatter", n, index=idx)
 
