@@ -474,6 +474,26 @@ def _power_law_lengths(n_seg, total, seed):
     return ls
 
 
+@pytest.mark.parametrize("F", [64, 96, 256])
+@pytest.mark.parametrize("dt", ["int64", "float32", "float64"])
+def test_long_segments_of_wide_rows(dt, F):
+    """Segments of hundreds of rows at F >= 64 (several 32-feature passes over each segment): the
+    oracle's results for every reduction, with and without args, rows read in order and through
+    scatter's permutation."""
+    ls = [0, 1, 700, 65, 3, 1500, 0, 64, 129]
+    E = sum(ls)
+    indptr = _indptr(ls, "int64")
+    index = np.repeat(np.arange(len(ls)), ls)
+    perm = np.random.default_rng(F).permutation(E)
+    for reduce in REDUCES:
+        x = _fixed_values((E, F), dt, reduce, F)
+        check(mmvref.segment_csr, x, indptr, O.csr_members(indptr), reduce=reduce)
+        if reduce in ("min", "max"):
+            check(mmvref.segment_csr, x, indptr, O.csr_members(indptr), reduce=reduce, return_arg=True)
+        check(mmvref.scatter, x[perm], index[perm], O.coo_members(index[perm], len(ls)), reduce=reduce,
+              dim_size=len(ls))
+
+
 @pytest.mark.parametrize("F", [1, 7, 16, 64, 256])
 @pytest.mark.parametrize("dt", ["int32", "float32"])
 def test_feature_widths(dt, F):
