@@ -80,7 +80,8 @@ def config_info() -> dict:
     return {
         "versions": {"mmvref": __version__, "python": platform.python_version(), "numpy": np.__version__,
                      "numba": numba.__version__, "llvmlite": llvmlite.__version__, "scipy": _version("scipy"),
-                     "torch": _version("torch"), "tbb": _version("tbb")},
+                     "torch": _version("torch"), "tbb": _version("tbb"), "dask": _version("dask"),
+                     "distributed": _version("distributed")},
         "platform": {"system": platform.platform(), "machine": platform.machine(),
                      "processor": platform.processor() or None, "triple": ll.get_process_triple()},
         "host": {"cpu": host.cpu, "features": sorted(host.features & set(RELEVANT_FEATURES))},

@@ -76,6 +76,8 @@ class OpSpec:
     #: each output summed from its own terms only; the golden functions are all "prefix" (speculative
     #: prefix differences; error_model above says which magnitude)
     fast_float_model: str = "sequential"
+    #: the op on dask arrays (``mmvref.dask``, the ``[dask]`` extra), or None
+    dask_ref: str | None = None
 
     @property
     def golden(self):
@@ -84,6 +86,10 @@ class OpSpec:
     @property
     def fast(self):
         return _resolve(self.fast_ref)
+
+    @property
+    def dask(self):
+        return _resolve(self.dask_ref)
 
     @property
     def bound(self):
@@ -107,21 +113,23 @@ _F = "mmvref._fast.segops:"
 _B = "mmvref.bounds:"
 _S = "mmvref._fast.scanfamily:"
 _R = "mmvref._fast.segreduce:"
+_D = "mmvref.dask:"
 
 _SPECS = (
     OpSpec("scan", "scan(x, *, exclusive=False, dtype=None, overflow='raise') -> z, z[i] = sum(x[:i+1])",
            VALUE_RULE, _G + "scan", _F + "scan", _B + "scan", ORDERED_FP, "Alg. 1 (Thm 4.1)",
-           variants=(_G + "scan_u", _G + "scan_ul1", _G + "mc_scan")),
+           variants=(_G + "scan_u", _G + "scan_ul1", _G + "mc_scan"), dask_ref=_D + "scan"),
     OpSpec("segmented_scan",
            "segmented_scan(x, flags, *, exclusive=False, dtype=None, overflow='raise') -> z (Problem 2.1)",
            VALUE_RULE, _G + "seg_scan", _F + "segmented_scan", _B + "seg_scan", ORDERED_FP,
-           "App. A.2 Alg. 1 (Thm 4.3)", variants=(_G + "sscr",)),
+           "App. A.2 Alg. 1 (Thm 4.3)", variants=(_G + "sscr",), dask_ref=_D + "segmented_scan"),
     OpSpec("segmented_sum", "segmented_sum(x, flags, *, dtype=None, overflow='raise') -> one sum per segment",
-           VALUE_RULE, _G + "scd", _F + "segmented_sum", _B + "scd", PREFIX_DIFF_FP, "Alg. 2 SCD (Thm 4.2)"),
+           VALUE_RULE, _G + "scd", _F + "segmented_sum", _B + "scd", PREFIX_DIFF_FP, "Alg. 2 SCD (Thm 4.2)",
+           dask_ref=_D + "segmented_sum"),
     OpSpec("segment_sum_csr",
            "segment_sum_csr(x, indptr, *, dtype=None, overflow='raise') -> sums of x[indptr[r]:indptr[r+1]]",
            VALUE_RULE, _G + "segment_sum_csr", _F + "segment_sum_csr", _B + "scd", PREFIX_DIFF_FP,
-           "App. A.3.3 Alg. 4 lines 3-5"),
+           "App. A.3.3 Alg. 4 lines 3-5", dask_ref=_D + "segment_sum_csr"),
     # N-d segment reductions (issue 17): any rank, reduced along ``axis``; golden = sum/mean
     OpSpec("segment_csr",
            "segment_csr(src, indptr, *, axis=0, reduce='sum', return_arg=False, dtype=None, overflow='raise', "
@@ -142,17 +150,19 @@ _SPECS = (
            KEEP_DTYPE, _G + "gather_csr", _R + "gather_csr", _B + "compress", COPY,
            "Alg. 1 scan of the segment starts, then GATHER (segment_csr's sum backward)"),
     OpSpec("compress", "compress(x, mask) -> x[mask == 1]", KEEP_DTYPE, _G + "compress", _F + "compress",
-           _B + "compress", COPY, "§2 COMPRESS (Thm 4.2 proof)"),
+           _B + "compress", COPY, "§2 COMPRESS (Thm 4.2 proof)", dask_ref=_D + "compress"),
     OpSpec("compress_ind", "compress_ind(x, mask) -> (x[mask == 1], their indices int64)", KEEP_DTYPE,
            _G + "compress_ind", _F + "compress_ind", _B + "compress", COPY,
            "§2 COMPRESS (Thm 4.2 proof) on values and positions; Ascend §5 Compress"),
     OpSpec("spmv", "spmv(A, x) -> A @ x for CSR A; empty rows give 0", VALUE_RULE, _G + "spmv",
-           "mmvref._fast.spmv:spmv", _B + "spmv", SPMV_FP, "§4.3.3 Alg. 4; App. A.3.3 Algs. 4-6"),
+           "mmvref._fast.spmv:spmv", _B + "spmv", SPMV_FP, "§4.3.3 Alg. 4; App. A.3.3 Algs. 4-6",
+           dask_ref=_D + "spmv"),
     # parallel-scan-ascend.txt §4-§5; semantics in DEVELOPERS.md, "Scan-based operators"
     OpSpec("batched_scan",
            "batched_scan(x, *, exclusive=False, dtype=None, overflow='raise') -> each row of 2-D x scanned",
            VALUE_RULE, _G + "scan_u", _S + "batched_scan", _B + "scan", ROW_FP,
-           "Ascend Algs. 1-2, §4.2 (batched)", variants=(_G + "scan_ul1", _G + "mc_scan")),
+           "Ascend Algs. 1-2, §4.2 (batched)", variants=(_G + "scan_ul1", _G + "mc_scan"),
+           dask_ref=_D + "batched_scan"),
     OpSpec("split", "split(x, mask) -> x[mask == 1] then x[mask == 0], stable", KEEP_DTYPE, _G + "split",
            _S + "split", _B + "compress", COPY, "Ascend §5 Split"),
     OpSpec("split_ind", "split_ind(x, mask) -> (split values, their indices int64)", KEEP_DTYPE,

@@ -9,7 +9,9 @@ numpy arrays in and out; device tensors stay inside):
   and ``device`` injectable (``npu.testing`` has a CPU stand-in module);
 - ``TorchEmulationBackend(device="cpu")``: the MM+V algorithms in torch on
   CPU, CUDA or NPU, a second implementation that cross-checks the golden model;
-- ``MmvrefBackend()``: the fast CPU ops of ``mmvref``.
+- ``MmvrefBackend()``: the fast CPU ops of ``mmvref``;
+- ``DaskBackend(pattern, max_chunks, scheduler="sync")``: ``mmvref.dask`` over irregular chunkings
+  (needs the ``[dask]`` extra).
 
 ``import npu.torch_ops`` registers ``torch.ops.mmv.<op>``. ``import npu`` needs
 neither torch_npu, CANN nor tcuscan (nor torch, until a backend is used);
@@ -21,13 +23,14 @@ from __future__ import annotations
 import importlib.util
 
 __all__ = ["is_available", "missing", "NpuUnavailableError",
-           "TcuscanBackend", "TorchEmulationBackend", "MmvrefBackend", "BACKENDS"]
+           "TcuscanBackend", "TorchEmulationBackend", "MmvrefBackend", "DaskBackend", "BACKENDS"]
 
 #: backend names of the conformance runner -> "module:class"
 BACKENDS = {
     "mmvref": "npu._mmvref_backend:MmvrefBackend",
     "emulation": "npu._emulation:TorchEmulationBackend",
     "tcuscan": "npu._tcuscan:TcuscanBackend",
+    "dask": "npu._dask_backend:DaskBackend",
 }
 
 
@@ -51,8 +54,9 @@ def is_available() -> bool:
 
 
 def __getattr__(name):  # lazy: the backends import torch
-    if name in ("TcuscanBackend", "TorchEmulationBackend", "MmvrefBackend"):
-        key = {"TcuscanBackend": "tcuscan", "TorchEmulationBackend": "emulation", "MmvrefBackend": "mmvref"}[name]
+    if name in ("TcuscanBackend", "TorchEmulationBackend", "MmvrefBackend", "DaskBackend"):
+        key = {"TcuscanBackend": "tcuscan", "TorchEmulationBackend": "emulation", "MmvrefBackend": "mmvref",
+               "DaskBackend": "dask"}[name]
         mod, _, attr = BACKENDS[key].partition(":")
         return getattr(importlib.import_module(mod), attr)
     raise AttributeError(f"module 'npu' has no attribute {name!r}")

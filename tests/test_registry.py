@@ -2,6 +2,8 @@
 (integers bit-identical, dtype included), parametrised over the registry."""
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -23,6 +25,8 @@ def test_registry_entries_resolve():
         assert callable(spec.golden), spec.name
         assert callable(spec.bound), spec.name
         assert spec.fast_ref is None or callable(spec.fast), spec.name
+        if spec.dask_ref is not None and importlib.util.find_spec("dask") is not None:
+            assert callable(spec.dask) and spec.fast_ref is not None, spec.name
         for d in VALUE_DTYPES:
             if d in spec.dtypes:
                 assert spec.result_dtype(d) in (result_dtype(d), d, np.dtype(np.int64))

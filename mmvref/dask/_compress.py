@@ -1,0 +1,34 @@
+"""compress on dask arrays: no carries at all, only the output chunk sizes, from one counting pass."""
+from __future__ import annotations
+
+import dask
+import numpy as np
+
+from .. import _fast
+from . import _graph as G
+
+__all__ = ["compress"]
+
+
+def _count(m):
+    m = np.asarray(m)
+    if m.dtype != np.bool_ and m.size and (int(m.min()) < 0 or int(m.max()) > 1):
+        bad = int(np.flatnonzero((m < 0) | (m > 1))[0])
+        raise ValueError(f"mask must hold 0 or 1; a chunk's position {bad} holds {m[bad]}")
+    return np.array([np.count_nonzero(m)], np.int64)
+
+
+def compress(x, mask):
+    """The entries of a 1-D dask array where ``mask`` (bool / int8 / uint8 holding 0/1) is 1, in order,
+    ``mmvref.compress`` per chunk. The call counts the mask's ones per chunk at once (one pass over the
+    mask, which also checks it), so the lazy result has known chunks: chunk i holds x chunk i's
+    survivors. The dtype of ``x`` is kept."""
+    x = G.as_dask(x, "x", "compress")
+    m = G.aligned(mask, x, "mask", "compress")
+    nb = x.numblocks[0]
+    name = G.token("compress", x, m)
+    counts = G.new_array(name + "-count", {(name + "-count", i): (_count, (m.name, i)) for i in range(nb)}, [m],
+                         ((1,) * nb,), np.int64)
+    k = np.asarray(dask.compute(counts)[0], np.int64)
+    dsk = {(name, i): (_fast.segops.compress, (x.name, i), (m.name, i)) for i in range(nb)}
+    return G.new_array(name, dsk, [x, m], (tuple(int(v) for v in k),), x.dtype)

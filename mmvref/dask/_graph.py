@@ -1,0 +1,123 @@
+"""Graph plumbing shared by the Dask ops: the boundary checks of dask inputs, the tree scan of
+the chunk carries, and the output array built from a task dict."""
+from __future__ import annotations
+
+import functools
+import math
+import operator
+
+import dask.array as da
+import numpy as np
+from dask.base import tokenize
+from dask.highlevelgraph import HighLevelGraph
+
+from ..registry import REGISTRY
+
+__all__ = ["as_dask", "aligned", "check_known", "carry_tree", "new_array", "token", "FANIN"]
+
+#: children per node of the carry tree: C chunks need 2 ceil(log_FANIN C) task levels between the
+#: summaries and the completions (C = 1000: 8 levels; C = 1e6: 14)
+FANIN = 8
+
+
+def token(op, *args):
+    return f"mmvref-{op}-{tokenize(*args)}"
+
+
+def as_dask(x, name, op, ndim=1):
+    """``x`` as a dask array of ``ndim`` dimensions whose dtype ``op`` accepts (numpy and array-likes
+    become one chunk); TypeError / ValueError naming ``name`` otherwise."""
+    if not isinstance(x, da.Array):
+        if type(x).__module__.split(".")[0] == "torch":
+            raise TypeError(f"{op}: {name} must be a dask array or a numpy array, got a torch tensor "
+                            f"(pass {name}.numpy(), or the single-machine mmvref.{op})")
+        x = np.asarray(x)
+        x = da.from_array(x, chunks=x.shape or ())  # one chunk; rechunk first for parallelism
+    if x.ndim != ndim:
+        raise ValueError(f"{op}: {name} must be {ndim}-D, got shape {x.shape}")
+    if x.dtype not in REGISTRY[op].dtypes:
+        raise TypeError(f"{op}: {name} has dtype {x.dtype}; accepted: {', '.join(map(str, REGISTRY[op].dtypes))}")
+    check_known(x, name, op)
+    return x
+
+
+def check_known(x, name, op):
+    if any(math.isnan(c) for cs in x.chunks for c in cs):
+        raise ValueError(f"{op}: {name} has chunks of unknown size; call {name}.compute_chunk_sizes() first")
+
+
+def aligned(f, x, name, op):
+    """1-D flags ``f`` (bool / int8 / uint8) as a dask array chunked like ``x``."""
+    if not isinstance(f, da.Array):
+        if type(f).__module__.split(".")[0] == "torch":
+            raise TypeError(f"{op}: {name} must be a dask array or a numpy array, got a torch tensor")
+        f = np.asarray(f)
+    if f.ndim != 1 or f.shape[0] != x.shape[0]:
+        raise ValueError(f"{op}: {name} must be 1-D with len(x) = {x.shape[0]} entries, got shape {f.shape}")
+    if f.dtype not in (np.bool_, np.int8, np.uint8):
+        raise TypeError(f"{op}: {name} must be bool, int8 or uint8 holding 0/1, got {f.dtype}")
+    if not isinstance(f, da.Array):
+        return da.from_array(f, chunks=x.chunks)
+    check_known(f, name, op)
+    return f if f.chunks == x.chunks else f.rechunk(x.chunks)
+
+
+def _fold(combine, values):
+    return functools.reduce(combine, values)
+
+
+def _child_prefixes(combine, prefix, values):
+    """The exclusive prefixes of a node's children, given the node's own exclusive prefix."""
+    out = [prefix]
+    for v in values[:-1]:
+        out.append(combine(out[-1], v))
+    return out
+
+
+def _const(v):
+    return v
+
+
+def carry_tree(name, leaves, combine, identity, fanin=FANIN):
+    """(tasks, keys): the exclusive scan of the values at ``leaves`` (graph keys, in order) under the
+    associative ``combine``, as a tree of fan-in ``fanin``. Up-sweep: each node folds up to ``fanin``
+    children; down-sweep: each node hands its exclusive prefix, combined with its children's values, to
+    them. keys[i] holds leaf i's exclusive prefix (``identity`` for the first). Only the leaves' values
+    (O(1) each) travel; no task sees more than ``fanin`` of them."""
+    dsk = {}
+    levels = [list(leaves)]
+    while len(levels[-1]) > 1:
+        prev, lvl = levels[-1], len(levels)
+        nxt = []
+        for j in range(0, len(prev), fanin):
+            k = (name + "-up", lvl, j // fanin)
+            dsk[k] = (_fold, combine, prev[j:j + fanin])
+            nxt.append(k)
+        levels.append(nxt)
+    top = len(levels) - 1
+    prefix = {(top, 0): (name + "-pre", top, 0)}
+    dsk[prefix[(top, 0)]] = (_const, identity)
+    for lvl in range(top, 0, -1):
+        children = levels[lvl - 1]
+        for j in range(len(levels[lvl])):
+            kids = children[j * fanin:(j + 1) * fanin]
+            down = (name + "-down", lvl, j)
+            dsk[down] = (_child_prefixes, combine, prefix[(lvl, j)], kids)
+            for i in range(len(kids)):
+                key = (name + "-pre", lvl - 1, j * fanin + i)
+                dsk[key] = (operator.getitem, down, i)
+                prefix[(lvl - 1, j * fanin + i)] = key
+    return dsk, [prefix[(0, i)] for i in range(len(leaves))]
+
+
+def new_array(name, dsk, deps, chunks, dtype):
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=deps)
+    return da.Array(graph, name, chunks, dtype=dtype, meta=np.empty((0,) * len(chunks), dtype))
+
+
+def first_nonempty(sizes):
+    """Index of the first non-empty chunk (where global position 0, a segment start, lies), or None."""
+    for i, s in enumerate(sizes):
+        if s:
+            return i
+    return None
