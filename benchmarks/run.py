@@ -169,7 +169,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="n = 1e7 only and fewer cases (under 2 minutes)")
     ap.add_argument("--ops", nargs="+", metavar="OP",
                     help=f"ops to run (default: all): {', '.join(op_names())}; groups: "
-                         + "; ".join(f"{g} = {' '.join(m)}" for g, m in GROUPS.items()))
+                         + "; ".join(f"{g} = {' '.join(m)}" for g, m in GROUPS.items())
+                         + "; dask: the Dask cluster benchmark (needs the [dask] extra; not part of 'all')")
     ap.add_argument("--plot", metavar="DIR", help="write PNG plots to DIR")
     ap.add_argument("--json", metavar="FILE", help="save the results as JSON")
     ap.add_argument("--runs", type=int, default=5, help="timed runs per measurement, at least 5 (default 5)")
@@ -187,6 +188,14 @@ def main(argv=None):
     if args.reuse_memory:
         _reuse_memory()
     names = list(dict.fromkeys(m for n in (args.ops or op_names()) for m in GROUPS.get(n, [n])))
+    if "dask" in names:  # a cluster benchmark of its own (benchmarks/dask_scale.py), not in the table below
+        names.remove("dask")
+        from . import dask_scale
+
+        print("# mmvref on Dask (--ops dask)\n")
+        print(dask_scale.main(quick=args.quick, log=lambda s: print(s, file=sys.stderr, flush=True)))
+        if not names:
+            return 0
     unknown = [n for n in names if n not in OPS]
     if unknown:
         ap.error(f"unknown op(s) {', '.join(unknown)}; known: {', '.join(op_names())}; groups: {', '.join(GROUPS)}")

@@ -328,8 +328,8 @@ def test_segment_across_many_chunks_and_exact_carry():
 
 
 def test_carry_tree_depth():
-    """4096 chunks: the carries are combined by a tree of fan-in 8, so no task reads more than 8 of
-    them and the graph has O(chunks) tasks."""
+    """4096 chunks: the carries are combined by a tree of fan-in 32 (3 levels up, 3 down), so no task
+    reads more than 32 of them and the graph has O(chunks) tasks."""
     x = da.ones(4096, dtype=np.int32, chunks=1)
     r = md.scan(x)
     graph = dict(r.__dask_graph__())
@@ -339,8 +339,9 @@ def test_carry_tree_depth():
 
     tree, keys = _graph.carry_tree("t", [("leaf", i) for i in range(4096)], lambda a, b: a, None)
     ups = [k for k in tree if k[0] == "t-up"]
-    assert max(k[1] for k in ups) == 4  # 8**4 = 4096
-    assert all(len(task[2]) <= 8 for k, task in tree.items() if k[0] in ("t-up", "t-down"))
+    assert max(k[1] for k in ups) == 3  # 32**3 >= 4096 > 32**2
+    assert all(len(task[2]) <= 32 for k, task in tree.items() if k[0] == "t-up")
+    assert all(len(task[3]) <= 32 for k, task in tree.items() if k[0] == "t-down")
 
 
 def test_empty_and_single_element():
@@ -398,3 +399,17 @@ def test_numpy_inputs_and_misaligned_flags():
     # lazy: nothing runs until compute (a bad value in x is found then, not at the call)
     r = md.scan(dx)
     assert isinstance(r, da.Array) and r.chunks == dx.chunks
+
+
+def test_threaded_scheduler_runs_chunks_concurrently():
+    """dask's default scheduler runs chunk tasks in threads at once: the chunk functions pass the
+    ops' thread gate (``_threading.guarded``), so every threading layer takes them."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-100, 100, 200_000).astype(np.int32)
+    f = (rng.random(x.size) < 0.01).astype(np.uint8)
+    dx, df = da.from_array(x, chunks=7_000), da.from_array(f, chunks=7_000)
+    with dask.config.set(scheduler="threads", num_workers=4):
+        for _ in range(3):
+            np.testing.assert_array_equal(md.scan(dx).compute(), mmvref.scan(x))
+            np.testing.assert_array_equal(md.segmented_scan(dx, df).compute(), mmvref.segmented_scan(x, f))
+            np.testing.assert_array_equal(md.segmented_sum(dx, df).compute(), mmvref.segmented_sum(x, f))

@@ -85,7 +85,10 @@ def _simd(family, rdt, xk):
 
 
 def _chunks(n: int) -> np.ndarray:
-    c = max(1, min(numba.get_num_threads() * CHUNKS_PER_THREAD, n // MIN_CHUNK))
+    # one thread: one chunk (several would only cost the scans a reduction pass over the chunks
+    # before the last; a Dask worker running the ops at one Numba thread per task is that case)
+    T = numba.get_num_threads()
+    c = max(1, min(T * CHUNKS_PER_THREAD if T > 1 else 1, n // MIN_CHUNK))
     return np.linspace(0, n, c + 1).astype(np.int64)
 
 
@@ -183,23 +186,33 @@ def _int64_may_overflow(x) -> bool:
 # ----------------------------------------------------------------------------- scan
 
 @guarded
-def _scan_1d(x, *, exclusive=False, dtype=None, overflow="raise"):
+def _scan_1d(x, *, exclusive=False, dtype=None, overflow="raise", initial=0, into=None):
     """Inclusive (or exclusive) prefix sum of a 1-D array: z[i] = sum(x[:i+1]) (x[:i]).
 
     Parameters: x (1-D, int8/16/32/64 or fp16/32/64; numpy, array-like or torch
     CPU tensor), exclusive, dtype (result dtype override), overflow ("raise" or
     "wrap"). Returns an array of length len(x) (torch in -> torch out).
+    Private (``mmvref.dask``): ``initial`` is added to every output, as the sum of
+    terms before x (an integer is taken modulo 2**64, so only with overflow="wrap";
+    the caller decides the overflow); ``into``, an array of len(x) and the result
+    dtype, receives the result.
     """
     src = x
     x = _values(x)
     rdt = _result_dtype(x, dtype, "scan")
     check_overflow(overflow)
     exclusive = check_bool(exclusive, "exclusive")
+    if initial and rdt.kind != "f" and overflow != "wrap":
+        raise ValueError("scan: an integer initial value needs overflow='wrap'")
     if _narrowing(x, rdt):
-        return like_input(_narrow(lambda d: _scan_1d(x, exclusive=exclusive, dtype=d, overflow=overflow),
-                                  "scan", overflow), src)
+        res = _narrow(lambda d: _scan_1d(x, exclusive=exclusive, dtype=d, overflow=overflow, initial=initial),
+                      "scan", overflow)
+        if into is not None:
+            into[...] = res
+            return into
+        return like_input(res, src)
     n = x.size
-    out = np.empty(n, dtype=rdt)
+    out = np.empty(n, dtype=rdt) if into is None else into
     if n == 0:
         return like_input(out, src)
     xk = _kernel_input(x, rdt)
@@ -207,9 +220,9 @@ def _scan_1d(x, *, exclusive=False, dtype=None, overflow="raise"):
     C = starts.size - 1
     if rdt.kind == "f":
         sums = np.zeros(C, dtype=rdt)
-        K.chunk_sums(xk, starts, sums)
+        K.chunk_sums(xk, starts[:-1], sums[:-1])  # the last chunk's sum is not needed
         offs = np.zeros(C, dtype=rdt)
-        acc = rdt.type(0)
+        acc = rdt.type(initial)
         for c in range(C):
             offs[c] = acc
             acc = rdt.type(acc + sums[c])
@@ -224,13 +237,16 @@ def _scan_1d(x, *, exclusive=False, dtype=None, overflow="raise"):
     nsb = -(-n // _SCAN_SUPER)
     bounds = np.linspace(0, n, nsb + 1).astype(np.int64)
     carry = np.zeros(1, dtype=np.int64)  # the prefix before the super-block (int64 words wrap)
+    carry[0] = _wrap(initial, carry.dtype)
     sus_any = False
     for s in range(nsb):
         starts = bounds[s] + _chunks(int(bounds[s + 1] - bounds[s]))
         C = starts.size - 1
-        offs = np.empty(C + 1, dtype=np.int64)
+        offs = np.zeros(C + 1, dtype=np.int64)
         offs[0] = carry[0]
-        K.chunk_sums(xk, starts, offs[1:])
+        # the sums of the chunks (the last one's only as the next super-block's carry)
+        k = C if s < nsb - 1 else C - 1
+        K.chunk_sums(xk, starts[:k + 1], offs[1:k + 1])
         np.cumsum(offs, out=offs)  # int64 words wrap; exactness is checked below
         carry[0] = offs[C]
         suspect = np.zeros(C, dtype=np.bool_)

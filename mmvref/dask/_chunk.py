@@ -11,8 +11,9 @@ import numba
 import numpy as np
 
 from .._fast.segops import _overflow, _wrap
+from .._threading import guarded
 
-__all__ = ["first_last", "summary", "exact_sum", "combine", "identity", "add_carry", "open_overflows", "closing_value",
+__all__ = ["first_last", "summary", "stats", "exact_sum", "combine", "identity", "open_overflows", "closing_value",
            "rows_exact_sums", "rows_overflow"]
 
 
@@ -38,6 +39,31 @@ def first_last(f):
     return _first_last(np.ascontiguousarray(f).view(np.uint8))
 
 
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _int_stats(x):
+    """(sum, min, max) of int8/16/32 values in int64 words (exact below 2**32 elements), one pass."""
+    s = np.int64(0)
+    lo = np.int64(np.iinfo(np.int64).max)
+    hi = np.int64(np.iinfo(np.int64).min)
+    for i in numba.prange(x.shape[0]):
+        v = np.int64(x[i])
+        s += v
+        lo = min(lo, v)
+        hi = max(hi, v)
+    return s, lo, hi
+
+
+def stats(x, rdt):
+    """(exact sum as ``exact_sum``, (min, max) of integer values as Python ints, or None for floats and
+    empty x): one pass for 8-32-bit integers."""
+    if rdt.kind == "f" or x.size == 0:
+        return exact_sum(x, rdt), None
+    if x.dtype.itemsize <= 4:
+        s, lo, hi = _int_stats(np.ascontiguousarray(x))
+        return int(s), (int(lo), int(hi))
+    return exact_sum(x, rdt), (int(x.min()), int(x.max()))
+
+
 def exact_sum(x, rdt):
     """Sum of ``x`` in ``rdt``'s arithmetic: integers exactly (a Python int: int64 words for 8-32-bit
     values; int64 values split into 32-bit halves, each summed exactly), floats in ``rdt`` (numpy's
@@ -53,19 +79,22 @@ def exact_sum(x, rdt):
     return (hi << 32) + lo
 
 
-def summary(x, f, first, rdt, need_open=False):
-    """A chunk's (fs, ls, carry, open_sum): its first and last segment start (a chunk holding global
-    position 0 starts there), the carry it hands on, (has_start, sum from its last start to its end, or
-    of all of it), and with ``need_open`` the sum before its first start (its part of a segment that
-    began earlier; None otherwise)."""
+@guarded
+def summary(x, f, first, rdt):
+    """A chunk's (fs, ls, carry, open_sum, open_range): its first and last segment start (a chunk
+    holding global position 0 starts there), the carry it hands on, (has_start, exact sum from its last
+    start to its end, or of all of it), the exact sum before its first start (its part of a segment
+    that began earlier) and that part's (min, max) for integers (None otherwise). One pass over x
+    when the chunk has no start; else over its head and tail only."""
     n = x.shape[0]
     fs, ls = (n, -1) if f is None else first_last(f)
     if first and n:
         fs, ls = 0, max(ls, 0)
-    has = ls >= 0
-    tail = exact_sum(x[ls:] if has else x, rdt)
-    open_sum = (exact_sum(x[:fs], rdt) if has else tail) if need_open else None
-    return fs, ls, (has, tail), open_sum
+    if ls < 0:
+        total, rng = stats(x, rdt)
+        return fs, ls, (False, total), total, rng
+    open_sum, rng = stats(x[:fs], rdt)
+    return fs, ls, (True, exact_sum(x[ls:], rdt)), open_sum, rng
 
 
 def combine(a, b):
@@ -80,29 +109,21 @@ def identity(rdt):
     return (False, rdt.type(0) if rdt.kind == "f" else 0)
 
 
-def add_carry(z, carry, rdt):
-    """z += carry in place, wrapped like hardware for integers (z already holds wrapped words)."""
-    if rdt.kind == "f":
-        with np.errstate(over="ignore", invalid="ignore"):
-            z += rdt.type(carry)
-    elif carry:
-        z += _wrap(carry, rdt)  # array arithmetic wraps silently
-    return z
-
-
 def _limits(rdt):
     info = np.iinfo(rdt)
     return int(info.min), int(info.max)
 
 
-def open_overflows(x, carry, rdt, exclusive):
+def open_overflows(x, carry, rdt, exclusive, rng=None):
     """Whether carry + a prefix sum of ``x`` (inclusive, or exclusive: 0 and the prefixes before the last
     element), the outputs of a chunk's continued first segment, leaves ``rdt``. A bound first
-    (|carry| + len(x) max|x|); the exact prefixes only when the bound does not settle it."""
+    (|carry| + len(x) max|x|, from ``rng`` = (min, max) of x when the summary has it); the exact
+    prefixes only when the bound does not settle it."""
     if rdt.kind == "f" or x.size == 0:
         return False
     lo, hi = _limits(rdt)
-    big = max(abs(int(x.min())), abs(int(x.max())))
+    mn, mx = rng if rng is not None else (int(x.min()), int(x.max()))
+    big = max(abs(mn), abs(mx))
     if abs(carry) + x.size * big <= hi:
         return False
     if x.dtype.itemsize <= 4:

@@ -16,8 +16,9 @@ from ..registry import REGISTRY
 __all__ = ["as_dask", "aligned", "check_known", "carry_tree", "new_array", "token", "FANIN"]
 
 #: children per node of the carry tree: C chunks need 2 ceil(log_FANIN C) task levels between the
-#: summaries and the completions (C = 1000: 8 levels; C = 1e6: 14)
-FANIN = 8
+#: summaries and the completions (C <= 32: 2 levels; C = 1000: 4; C = 1e6: 8). Each level is a
+#: round trip through the scheduler (milliseconds), so a wide node is cheaper than a deep tree.
+FANIN = 32
 
 
 def token(op, *args):
@@ -79,11 +80,13 @@ def _const(v):
 
 
 def carry_tree(name, leaves, combine, identity, fanin=FANIN):
-    """(tasks, keys): the exclusive scan of the values at ``leaves`` (graph keys, in order) under the
-    associative ``combine``, as a tree of fan-in ``fanin``. Up-sweep: each node folds up to ``fanin``
-    children; down-sweep: each node hands its exclusive prefix, combined with its children's values, to
-    them. keys[i] holds leaf i's exclusive prefix (``identity`` for the first). Only the leaves' values
-    (O(1) each) travel; no task sees more than ``fanin`` of them."""
+    """(tasks, prefixes): the exclusive scan of the values of ``leaves`` (task arguments, in order: keys,
+    or inline tasks such as ``(getitem, key, 2)``) under the associative ``combine``, as a tree of fan-in
+    ``fanin``. Up-sweep: each node folds up to ``fanin`` children; down-sweep: each node hands its
+    exclusive prefix, combined with its children's values, to them. prefixes[i] is a task argument (an
+    inline item of a down-sweep node's list, so no task of its own) holding leaf i's exclusive prefix
+    (``identity`` for the first). Only the leaves' values (O(1) each) travel; no task reads more than
+    ``fanin`` of them; C leaves take 2 ceil(log_fanin C) levels of tasks."""
     dsk = {}
     levels = [list(leaves)]
     while len(levels[-1]) > 1:
@@ -95,8 +98,8 @@ def carry_tree(name, leaves, combine, identity, fanin=FANIN):
             nxt.append(k)
         levels.append(nxt)
     top = len(levels) - 1
-    prefix = {(top, 0): (name + "-pre", top, 0)}
-    dsk[prefix[(top, 0)]] = (_const, identity)
+    dsk[(name + "-root",)] = (_const, identity)
+    prefix = {(top, 0): (name + "-root",)}
     for lvl in range(top, 0, -1):
         children = levels[lvl - 1]
         for j in range(len(levels[lvl])):
@@ -104,9 +107,7 @@ def carry_tree(name, leaves, combine, identity, fanin=FANIN):
             down = (name + "-down", lvl, j)
             dsk[down] = (_child_prefixes, combine, prefix[(lvl, j)], kids)
             for i in range(len(kids)):
-                key = (name + "-pre", lvl - 1, j * fanin + i)
-                dsk[key] = (operator.getitem, down, i)
-                prefix[(lvl - 1, j * fanin + i)] = key
+                prefix[(lvl - 1, j * fanin + i)] = (operator.getitem, down, i)
     return dsk, [prefix[(0, i)] for i in range(len(leaves))]
 
 

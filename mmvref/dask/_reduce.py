@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import _fast
 from .._fast.segops import _result_dtype
+from .._threading import guarded
 from .._validate import as_indptr, check_overflow
 from . import _chunk as C
 from . import _graph as G
@@ -39,8 +40,9 @@ def _count_starts(f, first):
     return np.array([k], np.int64)
 
 
+@guarded
 def _segsum_chunk(x, f, summ, carry, first, last, rdt, overflow):
-    fs, ls, (has, tail), open_sum = summ
+    fs, ls, (has, tail), open_sum, _ = summ
     parts = []
     if not has:  # no start here: the open segment closes only at the end of the array
         if last and not first:
@@ -77,9 +79,8 @@ def segmented_sum(x, flags, *, dtype=None, overflow="raise"):
         k[-1] += 1  # the last segment, closed by the end of the array
     dsk = {}
     for i in range(nb):
-        dsk[(name + "-sum", i)] = (C.summary, (x.name, i), (f.name, i), i == first, rdt, True)
-        dsk[(name + "-carry", i)] = (operator.getitem, (name + "-sum", i), 2)
-    tree, prefix = G.carry_tree(name + "-tree", [(name + "-carry", i) for i in range(nb)], C.combine,
+        dsk[(name + "-sum", i)] = (C.summary, (x.name, i), (f.name, i), i == first, rdt)
+    tree, prefix = G.carry_tree(name + "-tree", [(operator.getitem, (name + "-sum", i), 2) for i in range(nb)], C.combine,
                                 C.identity(rdt))
     dsk.update(tree)
     for i in range(nb):
@@ -90,6 +91,7 @@ def segmented_sum(x, flags, *, dtype=None, overflow="raise"):
 
 # ----------------------------------------------------------------------------- segment_sum_csr
 
+@guarded
 def _csr_carry(x, last_boundary, rdt):
     """(has a row start in this chunk, exact sum from the last one to the chunk's end)."""
     if last_boundary >= 0:
@@ -97,6 +99,7 @@ def _csr_carry(x, last_boundary, rdt):
     return (False, C.exact_sum(x, rdt))
 
 
+@guarded
 def _csr_chunk(x, ip, carry, rdt, overflow):
     """The rows closed in this chunk: ``ip`` their offsets relative to the chunk's start (the first
     negative when that row began in an earlier chunk)."""

@@ -15,6 +15,8 @@ import numpy as np
 
 from .. import _fast
 from .._fast.segops import _overflow, _result_dtype
+from .._fast.segops import _scan_1d as _scan_into
+from .._threading import guarded
 from .._validate import check_bool, check_overflow
 from . import _chunk as C
 from . import _graph as G
@@ -22,6 +24,7 @@ from . import _graph as G
 __all__ = ["scan", "segmented_scan", "batched_scan"]
 
 
+@guarded
 def _scan_chunk(x, f, summ, carry, exclusive, rdt, overflow, op):
     n = x.shape[0]
     fs = summ[0]
@@ -32,18 +35,17 @@ def _scan_chunk(x, f, summ, carry, exclusive, rdt, overflow, op):
             return _fast.segops.scan(x, exclusive=exclusive, dtype=rdt, overflow=overflow)
         return _fast.segops.segmented_scan(x, f, exclusive=exclusive, dtype=rdt, overflow=overflow)
     c = carry[1]
-    if overflow == "raise" and C.open_overflows(x[:fs], c, rdt, exclusive):
+    if overflow == "raise" and C.open_overflows(x[:fs], c, rdt, exclusive, summ[4]):
         raise _overflow(op, rdt)
-    head = C.add_carry(_fast.segops.scan(x[:fs], exclusive=exclusive, dtype=rdt, overflow="wrap"), c, rdt)
-    if fs == n:
-        return head
     z = np.empty(n, rdt)
-    z[:fs] = head
-    z[fs:] = _fast.segops.segmented_scan(x[fs:], f[fs:], exclusive=exclusive, dtype=rdt, overflow=overflow)
+    # the carry enters the scan as its initial value: no second pass over the chunk
+    _scan_into(x[:fs], exclusive=exclusive, dtype=rdt, overflow="wrap", initial=c, into=z[:fs])
+    if fs < n:
+        z[fs:] = _fast.segops.segmented_scan(x[fs:], f[fs:], exclusive=exclusive, dtype=rdt, overflow=overflow)
     return z
 
 
-def _scan_1d(op, x, f, exclusive, dtype, overflow):
+def _scan_graph(op, x, f, exclusive, dtype, overflow):
     x = G.as_dask(x, "x", op)
     if f is not None:
         f = G.aligned(f, x, "flags", op)
@@ -59,8 +61,7 @@ def _scan_1d(op, x, f, exclusive, dtype, overflow):
     dsk = {}
     for i in range(nb):
         dsk[(name + "-sum", i)] = (C.summary, xk[i], fk[i], i == first, rdt)
-        dsk[(name + "-carry", i)] = (operator.getitem, (name + "-sum", i), 2)
-    tree, prefix = G.carry_tree(name + "-tree", [(name + "-carry", i) for i in range(nb)], C.combine,
+    tree, prefix = G.carry_tree(name + "-tree", [(operator.getitem, (name + "-sum", i), 2) for i in range(nb)], C.combine,
                                 C.identity(rdt))
     dsk.update(tree)
     for i in range(nb):
@@ -76,22 +77,24 @@ def scan(x, *, exclusive=False, dtype=None, overflow="raise"):
     the result is computed (``overflow="wrap"``: two's-complement wrap-around). Float results: each
     output is a sum of its own terms (a chunk's local prefix plus the exact-order carry), within the
     "sequential" bound of ``conformance.compare``."""
-    return _scan_1d("scan", x, None, exclusive, dtype, overflow)
+    return _scan_graph("scan", x, None, exclusive, dtype, overflow)
 
 
 def segmented_scan(x, flags, *, exclusive=False, dtype=None, overflow="raise"):
     """Segmented prefix sums of a 1-D dask array; ``flags`` (bool / int8 / uint8 holding 0/1, same length,
     rechunked to ``x``'s chunks if needed) mark segment starts, position 0 always starts one. A segment
     may span any number of chunks. Lazy; semantics as ``mmvref.segmented_scan`` (1-D)."""
-    return _scan_1d("segmented_scan", x, flags, exclusive, dtype, overflow)
+    return _scan_graph("segmented_scan", x, flags, exclusive, dtype, overflow)
 
 
 # ----------------------------------------------------------------------------- batched_scan
 
+@guarded
 def _row_carry(block, rdt):
     return (False, C.rows_exact_sums(block, rdt))
 
 
+@guarded
 def _batched_chunk(block, carry, first, exclusive, rdt, overflow):
     if block.size == 0:
         return np.empty(block.shape, rdt)
