@@ -115,7 +115,7 @@ def _cluster(workers, memory_limit, **kw):
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=memory_limit,
-                           dashboard_address=None, env={"NUMBA_NUM_THREADS": "1"}, silence_logs=40, **kw)
+                           dashboard_address=":0", env={"NUMBA_NUM_THREADS": "1"}, silence_logs=40, **kw)
     return cluster, Client(cluster)
 
 

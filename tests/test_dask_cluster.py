@@ -30,7 +30,7 @@ pytestmark = pytest.mark.native_only
 def client():
     # processes=True: two worker processes, one thread each; the workers keep Numba's threads to one
     # so that the two processes share this machine's cores instead of oversubscribing them
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                   env={"NUMBA_NUM_THREADS": "1"}, silence_logs=40) as cluster:
         with distributed.Client(cluster) as c:
             yield c
