@@ -388,6 +388,19 @@ def test_bad_input_names_the_argument():
         md.spmv(([0, 1], [0], np.ones(1), (1, 3)), np.ones(3), row_chunks=(2,))
 
 
+def test_big_endian_values_are_normalised_at_the_boundary():
+    x = np.arange(-50, 50, dtype=">i4")
+    f = np.zeros(100, np.uint8)
+    f[[0, 30, 31, 77]] = 1
+    dx, df = da.from_array(x, chunks=13), da.from_array(f, chunks=13)
+    want = oracle_segmented_scan(x, f)
+    assert md.segmented_scan(dx, df).compute().tolist() == want
+    assert md.scan(dx).compute().tolist() == oracle_scan(x)
+    assert md.segmented_sum(dx, df).compute().tolist() == oracle_segmented_sum(x, f)
+    assert md.batched_scan(dx.reshape(4, 25).rechunk((2, 7))).compute().tolist() == \
+        [oracle_scan(r) for r in x.reshape(4, 25)]
+
+
 def test_numpy_inputs_and_misaligned_flags():
     """numpy in -> one chunk; flags chunked differently are rechunked to x's chunks."""
     x = np.arange(20, dtype=np.int16)

@@ -36,6 +36,8 @@ def as_dask(x, name, op, ndim=1):
         x = da.from_array(x, chunks=x.shape or ())  # one chunk; rechunk first for parallelism
     if x.ndim != ndim:
         raise ValueError(f"{op}: {name} must be {ndim}-D, got shape {x.shape}")
+    if x.dtype.byteorder not in "=|":  # the boundary normalises byte order once (lazily, per chunk)
+        x = x.astype(x.dtype.newbyteorder("="))
     if x.dtype not in REGISTRY[op].dtypes:
         raise TypeError(f"{op}: {name} has dtype {x.dtype}; accepted: {', '.join(map(str, REGISTRY[op].dtypes))}")
     check_known(x, name, op)
