@@ -13,7 +13,7 @@ from dask.highlevelgraph import HighLevelGraph
 
 from ..registry import REGISTRY
 
-__all__ = ["as_dask", "aligned", "check_known", "carry_tree", "new_array", "token", "FANIN"]
+__all__ = ["as_dask", "aligned", "check_known", "carry_tree", "new_array", "first_nonempty", "token", "FANIN"]
 
 #: children per node of the carry tree: C chunks need 2 ceil(log_FANIN C) task levels between the
 #: summaries and the completions (C <= 32: 2 levels; C = 1000: 4; C = 1e6: 8). Each level is a
