@@ -28,6 +28,24 @@ def _splat(builder, val, vt):
                                   ir.Constant(ir.VectorType(ir.IntType(32), vt.count), [0] * vt.count))
 
 
+def _counted_loop(builder, name, first, hi, step, body):
+    """Emit ``for (i = first; i < hi; i += step) body(i)`` (int64 i): the cond / body / end blocks
+    named ``name.*``; the builder is left at the end block."""
+    i_p = cgutils.alloca_once(builder, _I64)
+    builder.store(first, i_p)
+    fn = builder.function
+    bcond, bbody, bend = (fn.append_basic_block(f"{name}.{n}") for n in ("cond", "body", "end"))
+    builder.branch(bcond)
+    builder.position_at_end(bcond)
+    i = builder.load(i_p)
+    builder.cbranch(builder.icmp_signed("<", i, hi), bbody, bend)
+    builder.position_at_end(bbody)
+    body(i)
+    builder.store(builder.add(i, _I64(step)), i_p)
+    builder.branch(bcond)
+    builder.position_at_end(bend)
+
+
 def _codegen(op, W, track, context, builder, sig, args):
     x_t, rows_t, out_t, arg_t = sig.args[0], sig.args[1], sig.args[6], sig.args[8]
     x = context.make_array(x_t)(context, builder, args[0]).data
@@ -66,40 +84,32 @@ def _codegen(op, W, track, context, builder, sig, args):
     builder.store(load(r0), acc_p)
     arg_p = cgutils.alloca_once(builder, it)  # e - lo of the chosen rows (a segment is < 2**31 long)
     builder.store(ir.Constant(it, None), arg_p)
-    e_p = cgutils.alloca_once(builder, _I64)
-    builder.store(builder.add(lo, _I64(1)), e_p)
-    fn = builder.function
-    bcond, bbody, bend = (fn.append_basic_block(f"vreduce.{n}") for n in ("cond", "body", "end"))
-    builder.branch(bcond)
-    builder.position_at_end(bcond)
-    e = builder.load(e_p)
-    builder.cbranch(builder.icmp_signed("<", e, hi), bbody, bend)
-    builder.position_at_end(bbody)
-    r = row(e)
-    v = load(r)
-    acc = builder.load(acc_p)
-    if op in (SUM, MEAN):
-        acc = builder.fadd(acc, v) if is_float else builder.add(acc, v)
-    elif op == PROD:
-        acc = builder.fmul(acc, v) if is_float else builder.mul(acc, v)
-    else:
-        if is_float:
-            c = builder.fcmp_ordered("<" if op == MIN else ">", v, acc)
-            if track:  # a NaN replaces a number and then stays (the first NaN's position is kept)
-                c = builder.or_(c, builder.and_(builder.fcmp_unordered("uno", v, v),
-                                                builder.fcmp_ordered("ord", acc, acc)))
-            else:  # a NaN replaces anything: the value is NaN either way
-                c = builder.or_(c, builder.fcmp_unordered("uno", v, v))
+
+    def one_row(e):
+        r = row(e)
+        v = load(r)
+        acc = builder.load(acc_p)
+        if op in (SUM, MEAN):
+            acc = builder.fadd(acc, v) if is_float else builder.add(acc, v)
+        elif op == PROD:
+            acc = builder.fmul(acc, v) if is_float else builder.mul(acc, v)
         else:
-            c = builder.icmp_signed("<" if op == MIN else ">", v, acc)
-        acc = builder.select(c, v, acc)
-        if track:
-            off = _splat(builder, builder.trunc(builder.sub(e, lo), _I32), it)
-            builder.store(builder.select(c, off, builder.load(arg_p)), arg_p)
-    builder.store(acc, acc_p)
-    builder.store(builder.add(e, _I64(1)), e_p)
-    builder.branch(bcond)
-    builder.position_at_end(bend)
+            if is_float:
+                c = builder.fcmp_ordered("<" if op == MIN else ">", v, acc)
+                if track:  # a NaN replaces a number and then stays (the first NaN's position is kept)
+                    c = builder.or_(c, builder.and_(builder.fcmp_unordered("uno", v, v),
+                                                    builder.fcmp_ordered("ord", acc, acc)))
+                else:  # a NaN replaces anything: the value is NaN either way
+                    c = builder.or_(c, builder.fcmp_unordered("uno", v, v))
+            else:
+                c = builder.icmp_signed("<" if op == MIN else ">", v, acc)
+            acc = builder.select(c, v, acc)
+            if track:
+                off = _splat(builder, builder.trunc(builder.sub(e, lo), _I32), it)
+                builder.store(builder.select(c, off, builder.load(arg_p)), arg_p)
+        builder.store(acc, acc_p)
+
+    _counted_loop(builder, "vreduce", builder.add(lo, _I64(1)), hi, 1, one_row)
     res = builder.load(acc_p)
     if op == MEAN and is_float:  # the sum divided by the count, rounded once (integers: the caller floors)
         res = builder.fdiv(res, _splat(builder, builder.sitofp(builder.sub(hi, lo), at), avt))
@@ -167,7 +177,6 @@ def _row_codegen(op, context, builder, sig, args):
     minmax = op in (MIN, MAX)
     mt = ir.VectorType(_I1, W)
     nan_p = cgutils.alloca_once(builder, mt)  # lanes that met a NaN (min/max): its own short chain
-    p_p = cgutils.alloca_once(builder, _I64)
 
     def step(acc, nan, p):
         ptr = builder.bitcast(builder.gep(x, [p], inbounds=True), vt.as_pointer())
@@ -183,20 +192,13 @@ def _row_codegen(op, context, builder, sig, args):
         acc, nan = step(acc, nan, builder.add(lo, _I64(k * W)))
     builder.store(acc, acc_p)
     builder.store(nan, nan_p)
-    builder.store(builder.add(lo, _I64(ROW_STEPS * W)), p_p)
-    fn = builder.function
-    bcond, bbody, bend = (fn.append_basic_block(f"vrow.{n}") for n in ("cond", "body", "end"))
-    builder.branch(bcond)
-    builder.position_at_end(bcond)
-    p = builder.load(p_p)
-    builder.cbranch(builder.icmp_signed("<", p, hi), bbody, bend)
-    builder.position_at_end(bbody)
-    acc, nan = step(builder.load(acc_p), builder.load(nan_p), p)
-    builder.store(acc, acc_p)
-    builder.store(nan, nan_p)
-    builder.store(builder.add(p, _I64(W)), p_p)
-    builder.branch(bcond)
-    builder.position_at_end(bend)
+
+    def one_step(p):
+        acc, nan = step(builder.load(acc_p), builder.load(nan_p), p)
+        builder.store(acc, acc_p)
+        builder.store(nan, nan_p)
+
+    _counted_loop(builder, "vrow", builder.add(lo, _I64(ROW_STEPS * W)), hi, W, one_step)
     acc = builder.load(acc_p)
     n = W
     while n > 1:  # a tree over the lanes: halves combined
