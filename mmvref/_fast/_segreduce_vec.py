@@ -14,6 +14,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from ._vec import counted_loop
+
 __all__ = ["vreduce", "vrow", "ROW_W", "ROW_STEPS", "SUM", "MEAN", "MIN", "MAX", "PROD"]
 
 #: reduction codes (runtime values in the kernels, literals here)
@@ -26,24 +28,6 @@ def _splat(builder, val, vt):
     v = builder.insert_element(ir.Constant(vt, ir.Undefined), val, ir.IntType(32)(0))
     return builder.shuffle_vector(v, ir.Constant(vt, ir.Undefined),
                                   ir.Constant(ir.VectorType(ir.IntType(32), vt.count), [0] * vt.count))
-
-
-def _counted_loop(builder, name, first, hi, step, body):
-    """Emit ``for (i = first; i < hi; i += step) body(i)`` (int64 i): the cond / body / end blocks
-    named ``name.*``; the builder is left at the end block."""
-    i_p = cgutils.alloca_once(builder, _I64)
-    builder.store(first, i_p)
-    fn = builder.function
-    bcond, bbody, bend = (fn.append_basic_block(f"{name}.{n}") for n in ("cond", "body", "end"))
-    builder.branch(bcond)
-    builder.position_at_end(bcond)
-    i = builder.load(i_p)
-    builder.cbranch(builder.icmp_signed("<", i, hi), bbody, bend)
-    builder.position_at_end(bbody)
-    body(i)
-    builder.store(builder.add(i, _I64(step)), i_p)
-    builder.branch(bcond)
-    builder.position_at_end(bend)
 
 
 def _codegen(op, W, track, context, builder, sig, args):
@@ -109,7 +93,7 @@ def _codegen(op, W, track, context, builder, sig, args):
                 builder.store(builder.select(c, off, builder.load(arg_p)), arg_p)
         builder.store(acc, acc_p)
 
-    _counted_loop(builder, "vreduce", builder.add(lo, _I64(1)), hi, 1, one_row)
+    counted_loop(builder, "vreduce", builder.add(lo, _I64(1)), lambda e: builder.icmp_signed("<", e, hi), 1, one_row)
     res = builder.load(acc_p)
     if op == MEAN and is_float:  # the sum divided by the count, rounded once (integers: the caller floors)
         res = builder.fdiv(res, _splat(builder, builder.sitofp(builder.sub(hi, lo), at), avt))
@@ -198,7 +182,8 @@ def _row_codegen(op, context, builder, sig, args):
         builder.store(acc, acc_p)
         builder.store(nan, nan_p)
 
-    _counted_loop(builder, "vrow", builder.add(lo, _I64(ROW_STEPS * W)), hi, W, one_step)
+    counted_loop(builder, "vrow", builder.add(lo, _I64(ROW_STEPS * W)), lambda p: builder.icmp_signed("<", p, hi), W,
+                 one_step)
     acc = builder.load(acc_p)
     n = W
     while n > 1:  # a tree over the lanes: halves combined

@@ -9,7 +9,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["adjacent_diff", "block_prefix", "count_nonzero_or", "load_lanes", "rows_from_prefix", "same_width", "scan_range", "strided_loop", "sum_i64"]
+__all__ = ["adjacent_diff", "block_prefix", "count_nonzero_or", "counted_loop", "load_lanes", "rows_from_prefix", "same_width", "scan_range", "strided_loop", "sum_i64"]
 
 _I1, _I32, _I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 _OPAQUE = ir.PointerType()
@@ -46,24 +46,31 @@ def load_lanes(builder, base, i, elem_t, width, lanes_mask, widen_to=None):
     return v
 
 
-def strided_loop(builder, lo, hi, width, step, name):
-    """Emit ``for i in range(lo, hi, width)``: step(i, None) for every whole
-    vector, then step(i, lanes) once for a partial tail (lanes: the first
-    hi - i of ``width``). lo, hi: i64 values."""
+def counted_loop(builder, name, first, more, step, body):
+    """Emit ``for (i = first; more(i); i += step) body(i)``, i an i64, in the blocks ``name.cond``,
+    ``name.body``, ``name.end``; returns the builder at the end block and the final i."""
     i_p = cgutils.alloca_once(builder, _I64)
-    builder.store(lo, i_p)
+    builder.store(first, i_p)
     fn = builder.function
     bcond, bbody, bend = (fn.append_basic_block(f"{name}.{n}") for n in ("cond", "body", "end"))
     builder.branch(bcond)
     builder.position_at_end(bcond)
     i = builder.load(i_p)
-    builder.cbranch(builder.icmp_signed("<=", builder.add(i, _I64(width)), hi), bbody, bend)
+    builder.cbranch(more(i), bbody, bend)
     builder.position_at_end(bbody)
-    step(i, None)
-    builder.store(builder.add(i, _I64(width)), i_p)
+    body(i)
+    builder.store(builder.add(i, _I64(step)), i_p)
     builder.branch(bcond)
     builder.position_at_end(bend)
-    i = builder.load(i_p)
+    return builder.load(i_p)
+
+
+def strided_loop(builder, lo, hi, width, step, name):
+    """Emit ``for i in range(lo, hi, width)``: step(i, None) for every whole
+    vector, then step(i, lanes) once for a partial tail (lanes: the first
+    hi - i of ``width``). lo, hi: i64 values."""
+    i = counted_loop(builder, name, lo, lambda i: builder.icmp_signed("<=", builder.add(i, _I64(width)), hi),
+                     width, lambda i: step(i, None))
     rem = builder.sub(hi, i)
     vt = ir.VectorType(_I32, width)
     with builder.if_then(builder.icmp_signed(">", rem, _I64(0))):
