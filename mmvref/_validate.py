@@ -23,6 +23,7 @@ __all__ = [
     "check_weights",
     "as_csr_matrix",
     "native_order",
+    "plain_ndarray",
     "check_bool",
     "check_int",
     "check_cores",
@@ -40,15 +41,28 @@ CORES_MAX = 1 << 16
 def native_order(a):
     """``a`` in the machine's byte order: a non-native (e.g. big-endian ``>i4``)
     ndarray is converted once, here at the boundary (the kernels and Numba's
-    typing take native byte order only); anything else is returned unchanged."""
+    typing take native byte order only); anything else is returned unchanged.
+    Not for ``out=`` arrays, which must be written where they are (``plain_ndarray``)."""
     if isinstance(a, np.ndarray) and a.dtype.byteorder not in "=|" and a.dtype.fields is None:
         return a.astype(a.dtype.newbyteorder("="))
     return a
 
 
+def plain_ndarray(a, name):
+    """An ndarray subclass as a plain ndarray view (no copy): ``np.matrix`` keeps two dimensions
+    through ``reshape(-1)`` and ``np.cumsum`` flattens it, so the ops see its data as a base-class
+    array. A masked array is refused: its mask would be silently ignored."""
+    if type(a) is np.ndarray:
+        return a
+    if isinstance(a, np.ma.MaskedArray):
+        raise TypeError(f"{name} is a numpy masked array; the ops do not honour masks: pass "
+                        f"{name}.filled(value) or {name}.compressed()")
+    return a.view(np.ndarray)
+
+
 def _asarray(a, name, empty_dtype=None):
     if isinstance(a, np.ndarray):
-        return native_order(a)
+        return native_order(plain_ndarray(a, name))
     if empty_dtype is not None and isinstance(a, (list, tuple, range)) and len(a) == 0:
         return np.zeros(0, dtype=empty_dtype)  # np.asarray([]) would be float64
     if type(a).__module__.split(".")[0] == "torch" and hasattr(a, "detach"):
@@ -160,9 +174,9 @@ def as_indptr(indptr, name: str = "indptr", nnz: int | None = None, check_order:
     if a[0] != 0:
         raise ValueError(f"{name}[0] must be 0, got {a[0]}")
     if check_order and a.shape[0] > 1:
-        d = np.diff(a)
-        if (d < 0).any():
-            i = int(np.argmax(d < 0))
+        d = a[1:] < a[:-1]  # compared, not subtracted: a difference can overflow near +-2**63
+        if d.any():
+            i = int(np.argmax(d))
             raise ValueError(f"{name} must be non-decreasing; {name}[{i}] = {a[i]} > {name}[{i + 1}] = {a[i + 1]}")
     if nnz is not None and a[-1] != nnz:
         raise ValueError(f"{name}[-1] must equal the number of entries ({nnz}), got {a[-1]}")

@@ -440,3 +440,39 @@ def test_conformance_suite_passes_the_dask_backend():
                   report_dir=None, progress=False, log=lambda *a, **k: None)
     assert [(r.op, r.status) for r in reports] == [(op, "pass") for op in ops], [r.message for r in reports]
     assert all(r.examples > 0 for r in reports)
+
+
+@pytest.mark.parametrize("dt", ["int8", "int16", "float16"])
+@pytest.mark.parametrize("overflow", ["raise", "wrap"])
+def test_narrow_result_dtypes_as_the_single_machine_op(dt, overflow):
+    """dtype=int8 / int16 / float16: taken, as by the single-machine ops (one dtype rule): integers
+    exact and then narrowed (OverflowError where a result leaves the dtype, else wrapped), floats rounded."""
+    rng = np.random.default_rng(5)
+    x = rng.integers(-40, 40, 300).astype(np.int16)
+    if dt == "float16":
+        x = x.astype(np.float32)
+    f = (rng.random(300) < 0.1).astype(np.uint8)
+    ip = np.array([0, 0, 7, 150, 151, 300])
+    dx = da.from_array(x, chunks=(1, 40, 0, 100, 159))
+    cases = [
+        ("scan", (), oracle_scan(x)),
+        ("segmented_scan", (f,), oracle_segmented_scan(x, f)),
+        ("segmented_sum", (f,), oracle_segmented_sum(x, f)),
+        ("segment_sum_csr", (ip,), oracle_segment_sum_csr(x, ip)),
+    ]
+    for op, args, exact in cases:
+        exact = [float(v) if dt == "float16" else int(v) for v in exact]
+        lim = np.iinfo(dt) if dt != "float16" else None
+        fits = lim is None or all(lim.min <= v <= lim.max for v in exact)
+        if overflow == "raise" and not fits:
+            with pytest.raises(OverflowError, match=dt):
+                getattr(md, op)(dx, *args, dtype=dt, overflow=overflow).compute()
+            continue
+        got = getattr(md, op)(dx, *args, dtype=dt, overflow=overflow).compute()
+        assert got.dtype == np.dtype(dt)
+        if lim is None:
+            assert got.tolist() == np.asarray(exact, np.float32).astype(np.float16).tolist(), op
+        else:
+            bits = 8 * np.dtype(dt).itemsize
+            assert got.tolist() == [(v + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1) for v in exact], op
+        assert got.tobytes() == getattr(mmvref, op)(x, *args, dtype=dt, overflow=overflow).tobytes(), op

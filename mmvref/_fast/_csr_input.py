@@ -114,7 +114,7 @@ def check_indptr_order(ip):
     steps = np.empty(row_chunks.size - 1, np.int64)
     K.indptr_min_step(ip, row_chunks, steps)
     if steps.min() < 0:
-        i = int(np.flatnonzero(np.diff(ip) < 0)[0])  # the error path: a plain search
+        i = int(np.flatnonzero(ip[1:] < ip[:-1])[0])  # the error path: a plain search
         raise ValueError(f"indptr must be non-decreasing; indptr[{i}] = {ip[i]} > indptr[{i + 1}] = {ip[i + 1]}")
 
 

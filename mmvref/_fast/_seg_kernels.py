@@ -118,6 +118,19 @@ def flag_stats(f, starts, counts, bad):
         bad[c] = o
 
 
+@njit(cache=True, parallel=True)
+def flag_positions(f, starts, bases, out):
+    """out[bases[c] + j] = the position of the j-th set flag of chunk c after global position 0
+    (``flag_stats`` counted them: bases is their exclusive scan, offset by the caller): the
+    segment starts as CSR offsets, one parallel pass."""
+    for c in prange(starts.size - 1):
+        k = bases[c]
+        for i in range(max(starts[c], 1), starts[c + 1]):
+            if f[i] != 0:
+                out[k] = i
+                k += 1
+
+
 # ----------------------------------------------------------------------------- segmented scan
 
 @njit(cache=True)
@@ -385,14 +398,14 @@ def segsum_float(x, f, starts, bases, out, heads, tails, zero):
 
 @njit(cache=True, parallel=True)
 def indptr_min_step(ip, starts, out):
-    """One parallel pass over the offsets: per chunk c of rows [starts[c], starts[c+1]), the
-    smallest step ip[r+1] - ip[r] (0 for an empty chunk). A branch-free min, so the loop
-    vectorizes and runs at memory speed; the caller looks for the position only when a step
-    is negative."""
+    """One parallel pass over the offsets: per chunk c of rows [starts[c], starts[c+1]), -1 when
+    some step decreases (ip[r+1] < ip[r]), else 0. Compared, never subtracted (a difference of
+    offsets near +-2**63 wraps); a branch-free min, so the loop vectorizes and runs at memory
+    speed; the caller looks for the position only when a chunk has a decrease."""
     for c in prange(starts.size - 1):
         mn = np.int64(0)
         for r in range(starts[c], starts[c + 1]):
-            mn = min(mn, ip[r + 1] - ip[r])
+            mn = min(mn, np.int64(ip[r + 1] >= ip[r]) - 1)
         out[c] = mn
 
 

@@ -2,8 +2,12 @@
 call the Numba kernels of ``_seg_kernels``.
 
 Dtypes (DEVELOPERS.md): int8/int16/int32 -> int32, int64 -> int64,
-fp16 -> fp32, fp32/fp64 kept; ``dtype=`` picks another result dtype among
-int32, int64, float32, float64 (a float input cannot ask for an integer one).
+fp16 -> fp32, fp32/fp64 kept; ``dtype=`` picks another result dtype among int8,
+int16, int32, int64, float16, float32, float64 (a float input cannot ask for an
+integer one; int8/int16/float16 results are computed at int32/float32 and
+narrowed, ``segreduce.dtypes``: the one rule of the single-machine and Dask ops).
+The private ``_*_1d`` kernels' wrappers take the compute dtypes only (int32,
+int64, float32, float64).
 Integer results are exact; an actual overflow of the result dtype raises
 OverflowError unless ``overflow="wrap"`` (two's-complement wrap-around, the
 exact result modulo 2**32 or 2**64). Flags mark segment STARTS and are 0/1 in
@@ -13,8 +17,8 @@ Float error bounds (u = unit roundoff of the result dtype; sums run in index
 order inside a chunk, and a chunk's first segment gets the previous chunk's
 carry added at the end, so at most one extra rounding per chunk boundary):
   scan, segmented_scan:  |err_i| <= (len_i + 1) * u * sum_{j in segment, j<=i} |x_j|
-  segmented_sum:         |err_k| <= (len_k + chunks) * u * sum_{j in segment k} |x_j|
-  segment_sum_csr:       |err_r| <= len_r * u * sum_{j in row r} |x_j|  (any summation order)
+  segmented_sum, segment_sum_csr: segment_csr(reduce="sum")'s one reduction (the same bits for
+                         the same segments), |err_r| <= (len_r + parts) * u * sum_{j in row r} |x_j|
 """
 from __future__ import annotations
 
@@ -263,12 +267,13 @@ def _scan_1d(x, *, exclusive=False, dtype=None, overflow="raise", initial=0, int
 # ----------------------------------------------------------------------------- segmented scan
 
 @guarded
-def _segmented_scan_1d(x, flags, *, exclusive=False, dtype=None, overflow="raise"):
+def _segmented_scan_1d(x, flags, *, exclusive=False, dtype=None, overflow="raise", into=None):
     """Segmented prefix sum (Problem 2.1): z[i] = x[i] if i == 0 or flags[i] else z[i-1] + x[i].
 
     ``flags`` (bool/int8/uint8, 0/1, same length) mark segment starts. With
     ``exclusive=True`` each segment's first output is 0 and z[i] sums the
-    segment's elements before i. Returns an array of len(x).
+    segment's elements before i. Returns an array of len(x) (``into``, when given: an array of
+    len(x) and the result dtype that receives it).
     """
     src = x
     x = _values(x)
@@ -280,7 +285,7 @@ def _segmented_scan_1d(x, flags, *, exclusive=False, dtype=None, overflow="raise
         return like_input(_narrow(lambda d: _segmented_scan_1d(x, f, exclusive=exclusive, dtype=d, overflow=overflow),
                                   "segmented_scan", overflow), src)
     n = x.size
-    out = np.empty(n, dtype=rdt)
+    out = np.empty(n, dtype=rdt) if into is None else into
     if n == 0:
         return like_input(out, src)
     xk = _kernel_input(x, rdt)
@@ -327,10 +332,13 @@ def _segmented_scan_1d(x, flags, *, exclusive=False, dtype=None, overflow="raise
 # ----------------------------------------------------------------------------- segmented sum
 
 @guarded
-def _segmented_sum_1d(x, flags, *, dtype=None, overflow="raise"):
+def _segmented_sum_1d(x, flags, *, dtype=None, overflow="raise", into=None):
     """One sum per segment, in order. ``flags`` mark segment starts (position 0
     always starts one), so there are 1 + (set flags after position 0) segments
     for len(x) >= 1, and none for len(x) == 0.
+
+    ``into``: None, or a function of the number of segments giving the array (of the result
+    dtype) to write the sums into, or None for a new one.
 
     Integers: running sums in int64 (exact), written as int32/int64.
     Floats: each segment accumulated directly in index order (no prefix
@@ -370,7 +378,7 @@ def _segmented_sum_1d(x, flags, *, dtype=None, overflow="raise"):
         _raise_bad_flags(bad, f, "flags")
         np.cumsum(counts[:-1], out=bases[1:])
         nseg = 1 + int(counts.sum())
-        out = np.empty(nseg, dtype=rdt)
+        out = _segsum_out(into, nseg, rdt)
         simd.gather_slots(scratch, starts, counts, bases, out)
         del scratch
         heads_l, tails_l = [int(v) for v in heads], [int(v) for v in tails]
@@ -380,7 +388,7 @@ def _segmented_sum_1d(x, flags, *, dtype=None, overflow="raise"):
     _raise_bad_flags(bad, f, "flags")
     np.cumsum(counts[:-1], out=bases[1:])
     nseg = 1 + int(counts.sum())
-    out = np.empty(nseg, dtype=rdt)
+    out = _segsum_out(into, nseg, rdt)
     if is_int:
         heads = np.zeros(C, dtype=np.int64)
         tails = np.zeros(C, dtype=np.int64)
@@ -407,6 +415,11 @@ def _segmented_sum_1d(x, flags, *, dtype=None, overflow="raise"):
         heads_l, tails_l = list(heads), list(tails)
     return _segsum_join(x, xk, f, src, rdt, overflow, out, starts, counts, bases, nseg,
                         heads_l, tails_l, suspect if is_int else None)
+
+
+def _segsum_out(into, nseg, rdt):
+    buf = into(nseg) if into is not None else None
+    return np.empty(nseg, dtype=rdt) if buf is None else buf
 
 
 def _segsum_join(x, xk, f, src, rdt, overflow, out, starts, counts, bases, nseg, heads_l, tails_l, suspect):
@@ -446,12 +459,13 @@ def _segsum_join(x, xk, f, src, rdt, overflow, out, starts, counts, bases, nseg,
 # ----------------------------------------------------------------------------- CSR segment sums
 
 @guarded
-def _segment_sum_csr_1d(x, indptr, *, dtype=None, overflow="raise"):
+def _segment_sum_csr_1d(x, indptr, *, dtype=None, overflow="raise", into=None):
     """Sums of x over the segments x[indptr[r]:indptr[r+1]]; empty segments give 0.
 
     ``indptr``: integers, indptr[0] == 0, non-decreasing, indptr[-1] == len(x).
-    Returns an array of len(indptr) - 1. Rows are split among threads by
-    element count; a row longer than a thread's share is itself split.
+    Returns an array of len(indptr) - 1 (``into``, when given: an array of that length and the
+    result dtype that receives it). Rows are split among threads by element count; a row longer
+    than a thread's share is itself split.
     """
     src = x
     x = _values(x)
@@ -467,8 +481,11 @@ def _segment_sum_csr_1d(x, indptr, *, dtype=None, overflow="raise"):
     share = max(n // T, 1 << 16)
     if m == 0 or n == 0:
         check_indptr_order(ip)
+        if into is not None:
+            into[...] = 0
+            return into
         return like_input(np.zeros(m, dtype=rdt), src)
-    out = np.empty(m, dtype=rdt)  # every row is written below (kernels, then the long rows)
+    out = np.empty(m, dtype=rdt) if into is None else into  # every row is written below
     xk = _kernel_input(x, rdt)
     tasks = max(1, min(T * 16, m, n // 1024 + 1))
     # int64 queries: float ones would make numpy cast (copy) all of ip to float64
@@ -630,17 +647,19 @@ def scan(x, *, axis=None, exclusive=False, dtype=None, overflow="raise", out=Non
     F = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
     if B == 1 and F == 1:
         cdt, fin = SR.dtypes(x, dtype, "scan")
-        SR.check_out(out, x.shape, fin)
-        res = _computed(lambda: _scan_1d(x.reshape(-1), exclusive=exclusive, dtype=cdt, overflow=overflow),
+        buf = SR.out_buffer(out, x.shape, cdt, fin, x)  # the kernels write there when they can
+        res = _computed(lambda: _scan_1d(x.reshape(-1), exclusive=exclusive, dtype=cdt, overflow=overflow,
+                                         into=None if buf is None else buf.reshape(-1)),
                         cdt, fin, "scan").reshape(x.shape)
         return SR.deliver(SR.finish(res, None, cdt, fin, overflow, "scan"), out, src)
     if F == 1 and x.shape[axis]:
-        from .scanfamily import batched_scan
+        from .scanfamily import _batched_scan
 
         cdt, fin = SR.dtypes(x, dtype, "scan")
-        SR.check_out(out, x.shape, fin)
+        buf = SR.out_buffer(out, x.shape, cdt, fin, x)
         rows = np.ascontiguousarray(x).reshape(B, x.shape[axis])
-        res = _computed(lambda: batched_scan(rows, exclusive=exclusive, dtype=cdt, overflow=overflow),
+        res = _computed(lambda: _batched_scan(rows, exclusive, cdt, overflow,
+                                              into=None if buf is None else buf.reshape(rows.shape)),
                         cdt, fin, "scan").reshape(x.shape)
         return SR.deliver(SR.finish(res, None, cdt, fin, overflow, "scan"), out, src)
     return SR.nd_scan(src, x, None, axis, exclusive, dtype, overflow, out, "scan")
@@ -667,9 +686,9 @@ def segmented_scan(x, flags, *, axis=0, exclusive=False, dtype=None, overflow="r
     check_overflow(overflow)
     if x.ndim == 1:
         cdt, fin = SR.dtypes(x, dtype, "segmented_scan")
-        SR.check_out(out, x.shape, fin)
-        res = _computed(lambda: _segmented_scan_1d(x, flags, exclusive=exclusive, dtype=cdt, overflow=overflow),
-                        cdt, fin, "segmented_scan")
+        buf = SR.out_buffer(out, x.shape, cdt, fin, x)  # the kernels write there when they can
+        res = _computed(lambda: _segmented_scan_1d(x, flags, exclusive=exclusive, dtype=cdt, overflow=overflow,
+                                                   into=buf), cdt, fin, "segmented_scan")
         return SR.deliver(SR.finish(res, None, cdt, fin, overflow, "segmented_scan"), out, src)
     return SR.nd_scan(src, x, flags, axis, exclusive, dtype, overflow, out, "segmented_scan")
 
@@ -696,12 +715,17 @@ def segmented_sum(x, flags, *, axis=0, reduce="sum", return_arg=False, dtype=Non
                                         overflow=overflow, out=out)
     src = x
     x = SR.values_nd(x, "x")
-    if x.ndim == 1 and SR.reduce_code(reduce) == SR.R.SUM and not return_arg:
+    if x.ndim == 1 and SR.reduce_code(reduce) == SR.R.SUM and not return_arg and x.dtype.kind != "f":
+        # one integer column: the 1-D kernels (exact, so the same bits as segment_csr's). Floats take
+        # segment_csr's reduction over the starts' offsets: one result, one rounding, one code path.
         SR.norm_axis(axis, 1)
         cdt, fin = SR.dtypes(x, dtype, "segmented_sum")
         check_overflow(overflow)
-        res = _computed(lambda: _segmented_sum_1d(x, flags, dtype=cdt, overflow=overflow), cdt, fin, "segmented_sum")
-        SR.check_out(out, res.shape, fin)
+        def into(nseg):  # the caller's out, when the kernels can write it as it is
+            return SR.out_buffer(out, (nseg,), cdt, fin, x)
+
+        res = _computed(lambda: _segmented_sum_1d(x, flags, dtype=cdt, overflow=overflow, into=into), cdt, fin,
+                        "segmented_sum")
         return SR.deliver(SR.finish(res, None, cdt, fin, overflow, "segmented_sum"), out, src)
     return SR.nd_segmented_sum(src, x, flags, axis, reduce, return_arg, dtype, overflow, out)
 
@@ -723,16 +747,9 @@ def segment_sum_csr(x, indptr, *, axis=0, dtype=None, overflow="raise", out=None
                                       overflow=overflow, out=out)
     src = x
     x = SR.values_nd(x, "x")
-    if x.ndim == 1:
-        SR.norm_axis(axis, 1)
-        cdt, fin = SR.dtypes(x, dtype, "segment_sum_csr")
-        check_overflow(overflow)
-        res = _computed(lambda: _segment_sum_csr_1d(x, indptr, dtype=cdt, overflow=overflow), cdt, fin,
-                        "segment_sum_csr")
-        SR.check_out(out, res.shape, fin)
-        return SR.deliver(SR.finish(res, None, cdt, fin, overflow, "segment_sum_csr"), out, src)
     axis = SR.norm_axis(axis, x.ndim)
     check_overflow(overflow)
-    ip = as_indptr(to_numpy(indptr, "indptr"), "indptr", nnz=x.shape[axis])
+    # segment_csr(reduce="sum")'s one code path (the 1-D integer kernels are its one-column case)
+    ip = as_indptr(to_numpy(indptr, "indptr"), "indptr", nnz=x.shape[axis], check_order=False)
     return SR.reduce_nd(src, x, axis, ip, np.zeros(0, np.int64), "sum", False, dtype, overflow, out,
-                        "segment_sum_csr", ip.size - 1)
+                        "segment_sum_csr", ip.size - 1, order_checked=False)

@@ -36,7 +36,7 @@ from .._threading import guarded
 from .._validate import _asarray, as_flags, as_indptr, check_bool, check_overflow
 from . import _segreduce_kernels as R
 from ._csr_input import check_indptr_order, long_segments
-from ._io import like_input, needs_torch_op, to_numpy
+from ._io import is_tensor, like_input, needs_torch_op, to_numpy
 
 __all__ = ["segment_csr", "segment_coo", "scatter", "gather_csr", "nd_segmented_sum",
            "nd_scan"]
@@ -149,25 +149,58 @@ def finish(res, lo_hi, cdt, fin, overflow, op):
         return res.astype(fin)
 
 
+def _native(dt):
+    return dt.newbyteorder("=") if dt.byteorder not in "=|" else dt
+
+
 def check_out(out, shape, dtype, name="out"):
+    """The caller's own ``out`` array, validated (its shape, dtype in any byte order, writeable): a
+    numpy array itself (never a copy: a big-endian or strided ``out`` is written where it is) or a
+    torch CPU tensor's numpy view (shared memory). None when ``out`` is None."""
     if out is None:
         return None
-    o = to_numpy(out, name)
-    if not isinstance(o, np.ndarray):
+    if is_tensor(out):
+        o = to_numpy(out, name)
+    elif isinstance(out, np.ndarray):
+        if isinstance(out, np.ma.MaskedArray):
+            raise TypeError(f"{name} is a numpy masked array; pass a plain ndarray")
+        o = out.view(np.ndarray) if type(out) is not np.ndarray else out
+    else:
         raise TypeError(f"{name} must be an array (or a torch CPU tensor), got {type(out).__name__}")
     if o.shape != tuple(shape):
         raise ValueError(f"{name} has shape {o.shape}, the result has shape {tuple(shape)}")
-    if o.dtype != dtype:
+    if _native(o.dtype) != dtype:
         raise TypeError(f"{name} has dtype {o.dtype}, the result has dtype {dtype}")
     if not o.flags.writeable:
         raise ValueError(f"{name} is read-only")
     return o
 
 
+def out_buffer(out, shape, cdt, fin, *inputs):
+    """Where the kernels write the result directly: the caller's ``out`` (validated here) when it can
+    take the kernels' output as it is (the compute dtype is the result dtype, native byte order,
+    C-contiguous, not overlapping an input the kernels still read), else None (the result is then
+    computed into a new array and copied into ``out`` by ``deliver``)."""
+    o = check_out(out, shape, fin)
+    if o is None or fin != cdt or o.dtype != cdt or not o.flags.c_contiguous:
+        return None
+    if any(isinstance(a, np.ndarray) and np.may_share_memory(o, a) for a in inputs):
+        return None
+    return o
+
+
+def _same_buffer(a, b):
+    return (a.size == b.size and a.flags.c_contiguous and b.flags.c_contiguous
+            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+
+
 def deliver(res, out, src):
-    """The result as the caller asked: written into ``out`` (returned), or like the input."""
+    """The result as the caller asked: in ``out`` (returned; copied there unless the kernels wrote it
+    in place, see ``out_buffer``), or like the input (torch in -> torch out)."""
     if out is not None:
-        check_out(out, res.shape, res.dtype)[...] = res
+        o = check_out(out, res.shape, res.dtype)
+        if not _same_buffer(res, o):
+            o[...] = res
         return out
     return like_input(res, src)
 
@@ -179,8 +212,9 @@ def _share(E):
     return max(E // (2 * numba.get_num_threads()), _LONG_MIN)
 
 
-def _tasks(bounds, B, E):
-    """Tasks of whole segments balanced by element count: (t_b, t_lo, t_hi, skip, long)."""
+def _tasks(bounds, B, E, split_long=True):
+    """Tasks of whole segments balanced by element count: (t_b, t_lo, t_hi, skip, long); no long
+    segment is split when ``split_long`` is false."""
     T = numba.get_num_threads()
     N = bounds.size - 1
     per_batch = max(1, min(N, -(-4 * T // B), E // 1024 + 1))
@@ -191,7 +225,7 @@ def _tasks(bounds, B, E):
     t_hi = np.tile(seg[1:], B)
     long = np.zeros(0, np.int64)
     skip = np.zeros(0, np.bool_)
-    if B < T and N:
+    if B < T and N and split_long:
         long = long_segments(bounds, _share(E))
         if long.size:
             skip = np.zeros(N, np.bool_)
@@ -226,17 +260,21 @@ def _run(x3, bounds, rows, op, out3, arg3, want_arg, empty_arg, skip, t_b, t_lo,
     return (int(ranges[:, 0].min()), int(ranges[:, 1].max())), bool(flags.any())
 
 
-def reduce3(x3, bounds, rows, op, cdt, want_arg, check):
+def reduce3(x3, bounds, rows, op, cdt, want_arg, check, out3=None):
     """Reduce x3 [B, E, F] over the segments ``bounds`` (positions ``rows[bounds[n]:bounds[n+1]]``
-    when rows is not empty) into a new [B, N, F] array of cdt, plus arg [B, N, F] (int64) when
-    want_arg. Returns (out3, arg3, lo_hi, wrapped)."""
+    when rows is not empty) into ``out3`` (a new [B, N, F] array of cdt when None), plus arg
+    [B, N, F] (int64) when want_arg. Returns (out3, arg3, lo_hi, wrapped).
+
+    A checked integer product is never split among threads: its exact decision needs the whole
+    segment (a zero anywhere makes it 0, whatever the other parts' magnitudes)."""
     B, E, F = x3.shape
     N = bounds.size - 1
-    out3 = np.empty((B, N, F), cdt)
+    if out3 is None:
+        out3 = np.empty((B, N, F), cdt)
     arg3 = np.empty((B, N, F) if want_arg else (0, 0, 0), np.int64)
     if out3.size == 0:
         return out3, arg3, None, False
-    t_b, t_lo, t_hi, skip, long = _tasks(bounds, B, E)
+    t_b, t_lo, t_hi, skip, long = _tasks(bounds, B, E, split_long=not (check and op == R.PROD))
     lo_hi, wrapped = _run(x3, bounds, rows, op, out3, arg3, want_arg, E, skip, t_b, t_lo, t_hi, check)
     T = numba.get_num_threads()
     for n in long:  # a long segment: parts by every thread, then the parts' results reduced
@@ -283,9 +321,10 @@ def _count_dtype(op, E):
     return None
 
 
-def _scatter_float(x3, index, op, n, cdt, want_arg):
+def _scatter_float(x3, index, op, n, cdt, want_arg, buf3=None):
     """scatter's direct float paths (no sort): private copies per thread piece when they are
-    small, else ownership of id ranges (see ``scatter``). Returns (out3, arg3)."""
+    small, else ownership of id ranges (see ``scatter``), into ``buf3`` when given. Returns
+    (out3, arg3)."""
     B, E, F = x3.shape
     T = numba.get_num_threads()
     if T * B * n * F * cdt.itemsize <= _PRIVATE_BYTES and E >= T * 4096:
@@ -296,6 +335,9 @@ def _scatter_float(x3, index, op, n, cdt, want_arg):
         pcount = np.empty((T, n if cdt_count is not None else 0), cdt_count or np.int32)
         R.scatter_private_float(x3, index, cuts, op, priv, parg, want_arg, pcount)
         out3, counts = priv[0], pcount[0].astype(np.int64)
+        if buf3 is not None:  # the pieces are combined into the caller's array (one pass either way)
+            buf3[...] = out3
+            out3 = buf3
         arg3 = parg[0] if want_arg else np.empty((0, 0, 0), np.int64)
         with np.errstate(invalid="ignore"):
             for p in range(1, T):  # in piece order: position order for min/max, one rounding per piece for sums
@@ -316,7 +358,7 @@ def _scatter_float(x3, index, op, n, cdt, want_arg):
         if op in (R.MIN, R.MAX):
             out3[:, counts == 0, :] = 0
     else:
-        out3 = np.empty((B, n, F), cdt)
+        out3 = np.empty((B, n, F), cdt) if buf3 is None else buf3
         arg3 = np.empty((B, n, F) if want_arg else (0, 0, 0), np.int64)
         cdt_count = _count_dtype(op, E)
         counts = np.empty(n if cdt_count is not None else 0, cdt_count or np.int32)
@@ -393,8 +435,9 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
         raise ValueError(f"{op_name}: return_arg=True needs reduce='min' or 'max', got {reduce!r}")
     cdt, fin = dtypes(x, dtype, op_name)
     shape = x.shape[:axis] + (n_out,) + x.shape[axis + 1:]
-    check_out(out, shape, fin)
+    buf = out_buffer(out, shape, cdt, fin, x)  # the kernels write there when they can
     x3, B, E, F = as3d(x, axis)
+    buf3 = buf.reshape(B, n_out, F) if buf is not None else None
     if cdt.kind == "f":
         x3 = x3.astype(cdt, copy=False)
     check = _int_check(x, op, overflow)
@@ -408,7 +451,8 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
         mean = op == R.MEAN
         try:
             sums = _segment_sum_csr_1d(x3.reshape(E), bounds, dtype=np.int64 if mean and cdt.kind == "i" else cdt,
-                                       overflow="wrap" if mean else overflow)  # a mean's sum may leave int32
+                                       overflow="wrap" if mean else overflow,  # a mean's sum may leave int32
+                                       into=None if mean or buf is None else buf.reshape(-1))
         except OverflowError:
             raise _overflow(op_name, fin) from None
         if op == R.MEAN:
@@ -422,13 +466,13 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
         res = finish(sums.astype(cdt, copy=False).reshape(shape), None, cdt, fin, overflow, op_name)
         return deliver(res, out, src)
     if index is not None and cdt.kind == "f" and numba.get_num_threads() <= _DIRECT_MAX_THREADS:
-        out3, arg3 = _scatter_float(x3, index, op, n_out, cdt, return_arg)
+        out3, arg3 = _scatter_float(x3, index, op, n_out, cdt, return_arg, buf3)
         lo_hi, wrapped = None, False
     else:
         if index is not None:
             parts = max(1, min(numba.get_num_threads(), index.size // 65536, (1 << 27) // max(8 * n_out, 1)))
             bounds, rows = R.counting_sort(index, n_out, parts)
-        out3, arg3, lo_hi, wrapped = reduce3(x3, bounds, rows, op, cdt, return_arg, check)
+        out3, arg3, lo_hi, wrapped = reduce3(x3, bounds, rows, op, cdt, return_arg, check, buf3)
     if wrapped and (op == R.PROD or not _exact_fits(x3, bounds, rows)):
         # a product's check is exact (magnitudes only grow, zeros are tracked); a sum's flags any
         # int64 partial sum that wrapped, so the outputs themselves are decided exactly here.
@@ -577,11 +621,11 @@ def gather_csr(src, indptr, *, axis=0, out=None, dim=None):
         raise ValueError(f"indptr has {ip.size - 1} segments but src has {x.shape[axis]} entries along the axis")
     E = int(ip[-1])
     shape = x.shape[:axis] + (E,) + x.shape[axis + 1:]
-    check_out(out, shape, x.dtype)
+    buf = out_buffer(out, shape, x.dtype, x.dtype, x)
     x3, B, N, F = as3d(x, axis)
     if x3.dtype == np.float16:  # values are only moved: their bits, as Numba has no float16
         x3 = x3.view(np.int16)
-    res = np.empty((B, E, F), x3.dtype)
+    res = np.empty((B, E, F), x3.dtype) if buf is None else buf.view(x3.dtype).reshape(B, E, F)
     if res.size:
         R.gather_csr(x3, ip, res)
     res = res.view(x.dtype)
@@ -591,21 +635,39 @@ def gather_csr(src, indptr, *, axis=0, out=None, dim=None):
 # ----------------------------------------------------------------------------- N-d segmented ops
 
 def starts_indptr(f, E):
-    """CSR offsets of the segments that 0/1 start flags mark (position 0 always starts one)."""
+    """CSR offsets of the segments that 0/1 start flags mark (position 0 always starts one), the
+    flags checked for 0/1 in the same parallel pass (ValueError naming the first bad one)."""
     if E == 0:
         return np.zeros(1, np.int64)
-    s = np.flatnonzero(f)
-    if s.size == 0 or s[0] != 0:
-        s = np.concatenate([[0], s])
-    return np.concatenate([s, [E]]).astype(np.int64)
+    from . import _seg_kernels as K
+
+    fu = np.ascontiguousarray(f).view(np.uint8)
+    T = numba.get_num_threads()
+    starts = np.linspace(0, E, max(1, min(4 * T, E // 16384)) + 1).astype(np.int64)
+    counts = np.zeros(starts.size - 1, np.int64)
+    bad = np.zeros(starts.size - 1, np.uint8)
+    K.flag_stats(fu, starts, counts, bad)
+    if bad.max() > 1:
+        i = int(np.argmax(fu > 1))
+        raise ValueError(f"flags must hold only 0 and 1 (segment starts); flags[{i}] = {f[i]}")
+    bases = np.empty(counts.size, np.int64)
+    bases[0] = 1
+    np.cumsum(counts[:-1], out=bases[1:])
+    bases[1:] += 1
+    total = int(counts.sum())
+    ip = np.empty(total + 2, np.int64)
+    ip[0], ip[-1] = 0, E
+    K.flag_positions(fu, starts, bases, ip)
+    return ip
 
 
 def nd_segmented_sum(src, x, flags, axis, reduce, return_arg, dtype, overflow, out):
-    """segmented_sum of any rank (or any reduction): flags along ``axis`` -> offsets -> segment_csr."""
+    """segmented_sum of any rank (or any reduction): flags along ``axis`` -> offsets -> segment_csr's
+    reduction (so a float segmented_sum and segment_csr over the same segments give the same bits)."""
     axis = norm_axis(axis, x.ndim)
     check_overflow(overflow)
     E = x.shape[axis]
-    f = as_flags(to_numpy(flags, "flags"), E, "flags")
+    f = as_flags(to_numpy(flags, "flags"), E, "flags", check_values=False)
     ip = starts_indptr(f, E)
     return reduce_nd(src, x, axis, ip, np.zeros(0, np.int64), reduce, return_arg, dtype, overflow, out,
                      "segmented_sum", ip.size - 1)
@@ -621,9 +683,9 @@ def nd_scan(src, x, flags, axis, exclusive, dtype, overflow, out, op_name):
     seg = flags is not None
     f = (as_flags(to_numpy(flags, "flags"), E, "flags").view(np.uint8) if seg else np.zeros(0, np.uint8))
     cdt, fin = dtypes(x, dtype, op_name)
-    check_out(out, x.shape, fin)
+    buf = out_buffer(out, x.shape, cdt, fin, x)
     x3, B, E, F = as3d(x, axis)
-    res = np.empty((B, E, F), cdt)
+    res = np.empty((B, E, F), cdt) if buf is None else buf.reshape(B, E, F)
     lo_hi = None
     if res.size:
         if cdt.kind == "f":

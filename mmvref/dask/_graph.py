@@ -13,12 +13,36 @@ from dask.highlevelgraph import HighLevelGraph
 
 from ..registry import REGISTRY
 
-__all__ = ["as_dask", "aligned", "check_known", "carry_tree", "new_array", "first_nonempty", "token", "FANIN"]
+__all__ = ["as_dask", "aligned", "check_known", "carry_tree", "new_array", "first_nonempty", "token", "FANIN",
+           "result_dtypes", "narrowed"]
 
 #: children per node of the carry tree: C chunks need 2 ceil(log_FANIN C) task levels between the
 #: summaries and the completions (C <= 32: 2 levels; C = 1000: 4; C = 1e6: 8). Each level is a
 #: round trip through the scheduler (milliseconds), so a wide node is cheaper than a deep tree.
 FANIN = 32
+
+
+def result_dtypes(x, dtype, op):
+    """(compute dtype, result dtype) of ``op`` by the single-machine ops' one rule
+    (``mmvref._fast.segreduce.dtypes``: int8 ... float64 may be asked for): the graph computes at
+    the first and ``narrowed`` gives the second, as the single-machine op does."""
+    from .._fast.segreduce import dtypes
+
+    return dtypes(np.empty(0, x.dtype), dtype, op)
+
+
+def _finish_block(block, cdt, fin, overflow, op):
+    from .._fast.segreduce import finish
+
+    return finish(block, None, cdt, fin, overflow, op)
+
+
+def narrowed(arr, cdt, fin, overflow, op):
+    """``arr`` (computed in cdt) as the result dtype ``fin``, block by block: an integer that does not
+    fit raises OverflowError at compute time (or wraps with overflow="wrap"); floats are rounded."""
+    if fin == cdt:
+        return arr
+    return arr.map_blocks(_finish_block, cdt, fin, overflow, op, dtype=fin, meta=np.empty((0,) * arr.ndim, fin))
 
 
 def token(op, *args):

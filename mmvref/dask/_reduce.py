@@ -19,7 +19,6 @@ import dask
 import numpy as np
 
 from .. import _fast
-from .._fast.segops import _result_dtype
 from .._threading import guarded
 from .._validate import as_indptr, check_overflow
 from . import _chunk as C
@@ -67,7 +66,7 @@ def segmented_sum(x, flags, *, dtype=None, overflow="raise"):
     x = G.as_dask(x, "x", op)
     f = G.aligned(flags, x, "flags", op)
     check_overflow(overflow)
-    rdt = _result_dtype(np.empty(0, x.dtype), dtype, op)
+    rdt, fin = G.result_dtypes(x, dtype, op)
     sizes = x.chunks[0]
     first = G.first_nonempty(sizes)
     nb = len(sizes)
@@ -86,7 +85,7 @@ def segmented_sum(x, flags, *, dtype=None, overflow="raise"):
     for i in range(nb):
         dsk[(name, i)] = (_segsum_chunk, (x.name, i), (f.name, i), (name + "-sum", i), prefix[i], i == first,
                           i == nb - 1 and first is not None, rdt, overflow)
-    return G.new_array(name, dsk, [x, f], (tuple(int(v) for v in k),), rdt)
+    return G.narrowed(G.new_array(name, dsk, [x, f], (tuple(int(v) for v in k),), rdt), rdt, fin, overflow, op)
 
 
 # ----------------------------------------------------------------------------- segment_sum_csr
@@ -124,7 +123,7 @@ def segment_sum_csr(x, indptr, *, dtype=None, overflow="raise"):
     op = "segment_sum_csr"
     x = G.as_dask(x, "x", op)
     check_overflow(overflow)
-    rdt = _result_dtype(np.empty(0, x.dtype), dtype, op)
+    rdt, fin = G.result_dtypes(x, dtype, op)
     if hasattr(indptr, "compute") and hasattr(indptr, "dask"):
         indptr = indptr.compute()
     ip = as_indptr(np.asarray(indptr), "indptr", nnz=x.shape[0])
@@ -148,4 +147,5 @@ def segment_sum_csr(x, indptr, *, dtype=None, overflow="raise"):
     for i in range(nb):
         local = ip[cut[i]:cut[i + 1] + 1] - a[i]
         dsk[(name, i)] = (_csr_chunk, (x.name, i), local, prefix[i], rdt, overflow)
-    return G.new_array(name, dsk, [x], (tuple(int(v) for v in np.diff(cut)),), rdt)
+    return G.narrowed(G.new_array(name, dsk, [x], (tuple(int(v) for v in np.diff(cut)),), rdt), rdt, fin,
+                      overflow, op)

@@ -51,7 +51,7 @@ def _scan_graph(op, x, f, exclusive, dtype, overflow):
         f = G.aligned(f, x, "flags", op)
     check_overflow(overflow)
     exclusive = check_bool(exclusive, "exclusive")
-    rdt = _result_dtype(np.empty(0, x.dtype), dtype, op)
+    rdt, fin = G.result_dtypes(x, dtype, op)
     sizes = x.chunks[0]
     first = G.first_nonempty(sizes)
     name = G.token(op, x, f, exclusive, rdt, overflow)
@@ -66,7 +66,7 @@ def _scan_graph(op, x, f, exclusive, dtype, overflow):
     dsk.update(tree)
     for i in range(nb):
         dsk[(name, i)] = (_scan_chunk, xk[i], fk[i], (name + "-sum", i), prefix[i], exclusive, rdt, overflow, op)
-    return G.new_array(name, dsk, [x] if f is None else [x, f], x.chunks, rdt)
+    return G.narrowed(G.new_array(name, dsk, [x] if f is None else [x, f], x.chunks, rdt), rdt, fin, overflow, op)
 
 
 def scan(x, *, exclusive=False, dtype=None, overflow="raise"):
