@@ -435,7 +435,7 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
         raise ValueError(f"{op_name}: return_arg=True needs reduce='min' or 'max', got {reduce!r}")
     cdt, fin = dtypes(x, dtype, op_name)
     shape = x.shape[:axis] + (n_out,) + x.shape[axis + 1:]
-    buf = out_buffer(out, shape, cdt, fin, x)  # the kernels write there when they can
+    buf = out_buffer(out, shape, cdt, fin, x, bounds, rows, index)  # the kernels write there when they can
     x3, B, E, F = as3d(x, axis)
     buf3 = buf.reshape(B, n_out, F) if buf is not None else None
     if cdt.kind == "f":
@@ -621,7 +621,7 @@ def gather_csr(src, indptr, *, axis=0, out=None, dim=None):
         raise ValueError(f"indptr has {ip.size - 1} segments but src has {x.shape[axis]} entries along the axis")
     E = int(ip[-1])
     shape = x.shape[:axis] + (E,) + x.shape[axis + 1:]
-    buf = out_buffer(out, shape, x.dtype, x.dtype, x)
+    buf = out_buffer(out, shape, x.dtype, x.dtype, x, ip)
     x3, B, N, F = as3d(x, axis)
     if x3.dtype == np.float16:  # values are only moved: their bits, as Numba has no float16
         x3 = x3.view(np.int16)
@@ -683,7 +683,7 @@ def nd_scan(src, x, flags, axis, exclusive, dtype, overflow, out, op_name):
     seg = flags is not None
     f = (as_flags(to_numpy(flags, "flags"), E, "flags").view(np.uint8) if seg else np.zeros(0, np.uint8))
     cdt, fin = dtypes(x, dtype, op_name)
-    buf = out_buffer(out, x.shape, cdt, fin, x)
+    buf = out_buffer(out, x.shape, cdt, fin, x, f)
     x3, B, E, F = as3d(x, axis)
     res = np.empty((B, E, F), cdt) if buf is None else buf.reshape(B, E, F)
     lo_hi = None
