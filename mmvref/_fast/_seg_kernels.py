@@ -119,16 +119,32 @@ def flag_stats(f, starts, counts, bad):
 
 
 @njit(cache=True, parallel=True)
-def flag_positions(f, starts, bases, out):
+def flag_positions(f, starts, bases, counts, out):
     """out[bases[c] + j] = the position of the j-th set flag of chunk c after global position 0
-    (``flag_stats`` counted them: bases is their exclusive scan, offset by the caller): the
-    segment starts as CSR offsets, one parallel pass."""
+    (``flag_stats`` counted them, ``counts``; bases is their exclusive scan, offset by the caller;
+    f holds 0/1 only): the segment starts as CSR offsets, one parallel pass. Branch-free: every
+    position is written to the chunk's next slot and the slot advances by the flag, so random
+    flags cost no mispredicted branch; once a chunk's slots are full its writes go to the last
+    entry of ``out``, a scratch slot the caller overwrites."""
+    scratch = out.size - 1
     for c in prange(starts.size - 1):
         k = bases[c]
-        for i in range(max(starts[c], 1), starts[c + 1]):
-            if f[i] != 0:
-                out[k] = i
-                k += 1
+        kend = bases[c] + counts[c]
+        lo = max(starts[c], 1)
+        hi = starts[c + 1]
+        i = lo
+        while i + 32 <= hi:  # blocks of 32 flags: skipped when none is set (sparse flags)
+            any_ = np.uint8(0)
+            for j in range(32):
+                any_ |= f[i + j]
+            if any_ != 0:
+                for j in range(i, i + 32):
+                    out[k if k < kend else scratch] = j
+                    k += np.int64(f[j])
+            i += 32
+        for j in range(i, hi):
+            out[k if k < kend else scratch] = j
+            k += np.int64(f[j])
 
 
 # ----------------------------------------------------------------------------- segmented scan

@@ -374,7 +374,7 @@ def _batched_scan(x, ex, rdt, overflow, into=None):
     and the result dtype) when given."""
     rows, n = x.shape
     if _narrowing(x, rdt):
-        res = _narrow(lambda d: _batched_scan(x, ex, d, overflow), "batched_scan", overflow)
+        res = _narrow(lambda d: _batched_scan(x, ex, np.dtype(d), overflow), "batched_scan", overflow)
         if into is None:
             return res
         into[...] = res

@@ -655,9 +655,10 @@ def starts_indptr(f, E):
     np.cumsum(counts[:-1], out=bases[1:])
     bases[1:] += 1
     total = int(counts.sum())
-    ip = np.empty(total + 2, np.int64)
+    ip = np.empty(total + 3, np.int64)  # the last entry: the kernel's scratch slot
+    K.flag_positions(fu, starts, bases, counts, ip)
+    ip = ip[:total + 2]
     ip[0], ip[-1] = 0, E
-    K.flag_positions(fu, starts, bases, ip)
     return ip
 
 
