@@ -37,7 +37,7 @@ Backward (gradients are returned in ``src``'s dtype):
 - sum: the output gradient gathered back to each element (``gather_csr`` / ``index_select``);
 - mean: the same divided by the segment's element count;
 - min/max: the output gradient routed to the position ``arg`` chose (one element per segment and
-  feature; empty segments pass nothing);
+  feature; empty segments pass nothing; an empty src or output gets a zero gradient of src's shape);
 - prod: for a segment with no zero, ``grad * out / x``; in a segment with exactly one zero, that zero
   gets ``grad * (product of the other elements)`` and the others get 0; a segment with two or more
   zeros passes 0 to every element (the product is 0 whatever any one element is);
@@ -51,7 +51,11 @@ or tracing by torch.compile). Names and argument order follow the public functio
 may be passed by keyword. dtype=None means the project's result dtype (``mmvref._dtypes.result_dtype``:
 int8/16/32 -> int32, int64 -> int64, float16 -> float32; bfloat16 stays bfloat16); ``out=`` is
 written and returned (a tuple ``(values_out, arg_out)`` or a values tensor with ``return_arg``);
-``out=`` together with an input that requires grad under grad mode raises RuntimeError::
+``out=`` together with an input that requires grad under grad mode raises RuntimeError. ``indptr``,
+``index`` and ``flags`` take exactly what the plain path takes (tensors, numpy arrays of any byte order,
+lists, tuples, ranges, an empty list), normalised once (``_index_arg``) with the plain path's own
+checks and error messages; the kernels read an index tensor through ``_io.to_numpy`` as the plain
+path does::
 
     segment_csr(src, indptr, axis=0, reduce="sum", return_arg=False, dtype=None, out=None, overflow="raise")
     segment_coo(src, index, axis=0, dim_size=None, reduce="sum", return_arg=False, dtype=None, out=None,
@@ -78,7 +82,9 @@ import mmvref
 
 from ._dtypes import VALUE_DTYPES, result_dtype
 from ._fast import _segreduce_kernels as R
-from ._fast._io import needs_torch_op
+from ._fast._io import needs_torch_op, to_numpy
+from ._fast.segreduce import _index as _plain_index
+from ._validate import _asarray, as_flags, as_indptr
 
 __all__ = [
     "segment_csr", "segment_coo", "scatter", "gather_csr", "segment_sum_csr", "segmented_sum",
@@ -169,7 +175,7 @@ def _segment_csr_kernel(src: Tensor, indptr: Tensor, dim: int, reduce: str,
     r = _reduce(reduce)
     _dim(dim, src.dim())
     td = src.dtype if dtype is None else dtype
-    s, p = _np_in(src), _np_in(indptr)
+    s, p = _np_in(src), to_numpy(indptr, "indptr")
     res = mmvref.segment_csr(s, p, axis=dim, reduce=r, return_arg=r in _ARG_REDUCE, dtype=_np_dtype(td),
                              overflow=overflow)
     if r in _ARG_REDUCE:
@@ -216,9 +222,11 @@ def _route_arg(grad: Tensor, arg: Tensor, dim: int, E: int) -> Tensor:
         # numpy's zeros come from calloc (pages zeroed lazily, huge pages where the OS allows):
         # torch.zeros writes every page first, which measured 8x this kernel
         out = np.zeros(shape, dtype=_TO_NP[grad.dtype])
-        B = int(np.prod(shape[:dim], dtype=np.int64))
-        R.route_arg(grad.contiguous().numpy().reshape(B, grad.shape[dim], -1),
-                    arg.contiguous().numpy().reshape(B, grad.shape[dim], -1), out.reshape(B, E, -1))
+        if out.size and grad.numel():  # else nothing to route (and no -1 a reshape could resolve)
+            B = int(np.prod(shape[:dim], dtype=np.int64))
+            F = int(np.prod(shape[dim + 1:], dtype=np.int64))
+            R.route_arg(grad.contiguous().numpy().reshape(B, grad.shape[dim], F),
+                        arg.contiguous().numpy().reshape(B, grad.shape[dim], F), out.reshape(B, E, F))
         return torch.from_numpy(out)
     shape[dim] = E + 1
     return grad.new_zeros(shape).scatter(dim, arg, grad).narrow(dim, 0, E)
@@ -284,7 +292,7 @@ _segment_csr_op.register_autograd(_segment_csr_backward, setup_context=_segment_
 def _gather_csr_kernel(src: Tensor, indptr: Tensor, dim: int, size: Optional[int] = None) -> Tensor:
     _dim(dim, src.dim())
     half = src.dtype in (torch.float16, torch.bfloat16)  # a pure copy: moved as 16-bit integers, bit for bit
-    s, p = _np_in(src.detach().view(torch.int16) if half else src), _np_in(indptr)
+    s, p = _np_in(src.detach().view(torch.int16) if half else src), to_numpy(indptr, "indptr")
     if size is not None and p.size and int(p[-1]) != size:
         raise ValueError(f"indptr[-1] = {int(p[-1])} does not match the output length {size}")
     res = mmvref.gather_csr(s, p, axis=dim)
@@ -327,7 +335,7 @@ def _index_kernel(fn, src, index, dim, dim_size, reduce, dtype, overflow):
     r = _reduce(reduce)
     _dim(dim, src.dim())
     td = src.dtype if dtype is None else dtype
-    s, i = _np_in(src), _np_in(index)
+    s, i = _np_in(src), to_numpy(index, "index")
     res = fn(s, i, axis=dim, dim_size=None if dim_size < 0 else dim_size, reduce=r,
              return_arg=r in _ARG_REDUCE, dtype=_np_dtype(td), overflow=overflow)
     if r in _ARG_REDUCE:
@@ -424,7 +432,7 @@ def _segmented_sum_op(x: Tensor, flags: Tensor, dim: int, reduce: str, dtype: Op
     r = _reduce(reduce)
     _dim(dim, x.dim())
     td = x.dtype if dtype is None else dtype
-    s, f = _np_in(x), _np_in(flags)
+    s, f = _np_in(x), to_numpy(flags, "flags")
     res = mmvref.segmented_sum(s, f, axis=dim, reduce=r, return_arg=r in _ARG_REDUCE, dtype=_np_dtype(td),
                                overflow=overflow)
     if r in _ARG_REDUCE:
@@ -504,7 +512,7 @@ def _segmented_scan_op(x: Tensor, flags: Tensor, dim: int, exclusive: bool = Fal
                        dtype: Optional[torch.dtype] = None, overflow: str = "raise") -> Tensor:
     _dim(dim, x.dim())
     td = x.dtype if dtype is None else dtype
-    s, f = _np_in(x), _np_in(flags)
+    s, f = _np_in(x), to_numpy(flags, "flags")
     res = mmvref.segmented_scan(s, f, axis=dim, exclusive=exclusive, dtype=_np_dtype(td), overflow=overflow)
     return _wrap(res, (s, f), td)
 
@@ -571,6 +579,44 @@ def _as_tensor(a, name: str) -> Tensor:
         return torch.as_tensor(np.asarray(a))
     except (TypeError, ValueError, RuntimeError) as e:
         raise TypeError(f"{name} must be an array or a tensor; got {type(a).__name__}") from e
+
+
+def _plain_check(kind: str, a: np.ndarray, name: str) -> None:
+    """Run the plain path's own check of argument ``kind`` on ``a`` (it raises for every array this module
+    cannot hand on as it is, so the error is the plain path's, word for word)."""
+    if kind == "indptr":
+        as_indptr(a, name, check_order=False)
+    else:
+        _plain_index(a, a.shape[0] if a.ndim == 1 else 0, None, name)
+
+
+def _index_arg(a, name: str, kind: str) -> Tensor:
+    """``indptr`` (kind "indptr"), ``index`` ("index") or ``flags`` ("flags") of a routed function as a
+    tensor, normalised once, here, exactly as the plain (numpy) path normalises it: a tensor is taken as
+    it is (the kernels read it through ``_io.to_numpy``, the plain path's boundary, so its dtype errors
+    are the plain path's too); anything else goes through ``_validate._asarray`` (numpy arrays of any
+    byte order in native order, an empty list as int64 ids or uint8 flags, lists and tuples through
+    ``np.asarray``, the same TypeError/ValueError for the rest), flags through ``_validate.as_flags``
+    (a list of 0/1 ints becomes uint8). A non-integer index/indptr raises the plain path's error."""
+    if isinstance(a, Tensor):
+        return a
+    if torch.compiler.is_compiling():
+        # Dynamo traces torch.as_tensor and np.asarray, not the checks below (it has turned a numpy
+        # array into a tensor already; a list of Python ints is a constant of the graph)
+        if isinstance(a, (list, tuple, range)) and len(a) == 0:
+            return torch.zeros(0, dtype=torch.uint8 if kind == "flags" else torch.int64)
+        return _as_tensor(a, name)
+    if kind == "flags":
+        f = _asarray(a, name, empty_dtype=np.uint8)
+        arr = as_flags(a, f.shape[0] if f.ndim == 1 else -1, name, check_values=False)  # the list rule
+    else:
+        arr = _asarray(a, name, empty_dtype=np.int64)
+        if arr.dtype.kind not in "iu":
+            _plain_check(kind, arr, name)
+            raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")  # not reached
+    if not (arr.flags.c_contiguous and arr.flags.writeable):
+        arr = np.array(arr, order="C")  # torch.from_numpy takes neither strides it lacks nor read-only memory
+    return torch.from_numpy(arr)
 
 
 def _result_torch_dtype(src: Tensor, dtype, op: str) -> torch.dtype:
@@ -641,7 +687,7 @@ def segment_csr(src, indptr, axis=0, reduce="sum", return_arg=False, dtype=None,
     """Routed ``mmvref.segment_csr`` (see the module docstring)."""
     r = _reduce(reduce)
     return_arg = _check_return_arg(r, return_arg, "segment_csr")
-    src, indptr = _as_tensor(src, "src"), _as_tensor(indptr, "indptr")
+    src, indptr = _as_tensor(src, "src"), _index_arg(indptr, "indptr", "indptr")
     _check_out_grad(out, "segment_csr", src)
     td = _result_torch_dtype(src, dtype, "segment_csr")
     res, arg = _segment_csr_op(src, indptr, _axis(axis, "segment_csr"), r, td, overflow)
@@ -656,7 +702,7 @@ def segment_sum_csr(x, indptr, axis=0, dtype=None, out=None, overflow="raise"):
 def _index_route(op, name, src, index, axis, dim_size, reduce, return_arg, dtype, out, overflow):
     r = _reduce(reduce)
     return_arg = _check_return_arg(r, return_arg, name)
-    src, index = _as_tensor(src, "src"), _as_tensor(index, "index")
+    src, index = _as_tensor(src, "src"), _index_arg(index, "index", "index")
     _check_out_grad(out, name, src)
     td = _result_torch_dtype(src, dtype, name)
     if dim_size is None:
@@ -685,10 +731,10 @@ def scatter(src, index, axis=0, dim_size=None, reduce="sum", return_arg=False, d
 
 def gather_csr(src, indptr, axis=0, out=None):
     """Routed ``mmvref.gather_csr``: out[indptr[n]:indptr[n+1]] = src[n] along ``axis`` (dtype kept)."""
-    src, indptr = _as_tensor(src, "src"), _as_tensor(indptr, "indptr")
+    src, indptr = _as_tensor(src, "src"), _index_arg(indptr, "indptr", "indptr")
     _check_out_grad(out, "gather_csr", src)
     size = None
-    if type(indptr) is Tensor and indptr.numel() and not torch.compiler.is_compiling():
+    if type(indptr) is Tensor and indptr.dim() == 1 and indptr.numel() and not torch.compiler.is_compiling():
         size = int(indptr[-1])  # a real tensor: the output length is known here, not data-dependent
     res = _gather_csr_op(src, indptr, _axis(axis, "gather_csr"), size)
     return _finish(res, None, False, out, "gather_csr")
@@ -698,7 +744,7 @@ def segmented_sum(x, flags, axis=0, reduce="sum", return_arg=False, dtype=None, 
     """Routed ``mmvref.segmented_sum`` (flags mark segment starts along ``axis``)."""
     r = _reduce(reduce)
     return_arg = _check_return_arg(r, return_arg, "segmented_sum")
-    x, flags = _as_tensor(x, "x"), _as_tensor(flags, "flags")
+    x, flags = _as_tensor(x, "x"), _index_arg(flags, "flags", "flags")
     _check_out_grad(out, "segmented_sum", x)
     td = _result_torch_dtype(x, dtype, "segmented_sum")
     res, arg = _segmented_sum_op(x, flags, _axis(axis, "segmented_sum"), r, td, overflow)
@@ -707,7 +753,7 @@ def segmented_sum(x, flags, axis=0, reduce="sum", return_arg=False, dtype=None, 
 
 def segmented_scan(x, flags, axis=0, exclusive=False, dtype=None, out=None, overflow="raise"):
     """Routed ``mmvref.segmented_scan``."""
-    x, flags = _as_tensor(x, "x"), _as_tensor(flags, "flags")
+    x, flags = _as_tensor(x, "x"), _index_arg(flags, "flags", "flags")
     _check_out_grad(out, "segmented_scan", x)
     td = _result_torch_dtype(x, dtype, "segmented_scan")
     res = _segmented_scan_op(x, flags, _axis(axis, "segmented_scan"), bool(exclusive), td, overflow)

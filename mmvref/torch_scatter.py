@@ -3,7 +3,11 @@
 The functions have torch_scatter 2.1.2's names, argument names, argument order and defaults:
 ``scatter`` (and ``scatter_sum``/``_add``/``_mul``/``_mean``/``_min``/``_max``), ``segment_csr``
 (``segment_sum_csr``/``_add``/``_mean``/``_min``/``_max_csr``), ``segment_coo`` (same suffixes,
-``_coo``), ``gather_csr`` and ``gather_coo``. They take CPU tensors, return ``src.dtype`` and are
+``_coo``), ``gather_csr`` and ``gather_coo``, and the composites ``scatter_softmax``,
+``scatter_log_softmax``, ``scatter_logsumexp`` and ``scatter_std`` (built on this module's scatter max
+and sum: softmax, log_softmax and logsumexp make one pass for the segment maxima and one for the sums,
+std one for the sums and one for the squared deviations, plus the counts over ``index``; see each
+function). They take CPU tensors, return ``src.dtype`` (``scatter_std`` of integers: a float) and are
 differentiable (through the ``torch.ops.mmvref`` custom ops of ``mmvref._torch_ops``, which
 torch.compile also traces, ``fullgraph=True`` included).
 
@@ -26,6 +30,10 @@ Behaviour kept from torch_scatter:
   min/max compare with it, mean divides ``out + sum`` by the count), while ``segment_*_csr`` and the
   gathers overwrite it.
 - ``scatter_min``/``_max`` and ``segment_min/max_*`` return ``(out, arg)``; ``arg`` is int64.
+- An empty ``src`` gives zeros that stay on src's autograd graph (a zero gradient of src's shape).
+- Composites: softmax, log_softmax and logsumexp take floating point ``src`` only (ValueError
+  otherwise); their segment maximum skips NaN, as torch_scatter's; ``eps`` and the ``1e-6`` of
+  ``scatter_std`` are added where torch_scatter adds them.
 
 Where it differs (on purpose): reductions are deterministic (positions in increasing order; min/max
 ties keep the lowest position); min/max propagate NaN (torch_scatter skips it); float16/bfloat16
@@ -34,7 +42,13 @@ wrapping; ``index``/``indptr`` are validated (out-of-range or unsorted values ra
 of reading out of bounds); uint8 values are refused (int8, int16, int32, int64, float16, bfloat16,
 float32, float64 are taken); areas of a ``gather_csr`` output no segment covers are 0, not uninitialised;
 ``scatter_mul`` on an empty ``src`` gives 0 like torch_scatter, otherwise empty segments give 1.
-The backward of ``scatter_mul`` handles zeros exactly (see ``mmvref._torch_ops``).
+The backward of ``scatter_mul`` handles zeros exactly (see ``mmvref._torch_ops``). With ``out=``,
+``scatter_logsumexp`` keeps out's value where the result is not finite (an empty segment), as
+torch_scatter does after 2.1.2 (2.1.2 wrote 0 there); ``scatter_std``'s gradient is 0, not NaN, where a
+segment's values are all equal (as torch.std's). An index outside ``[0, dim_size)`` or one that does
+not broadcast to ``src`` raises ValueError naming it. The functions are plain Python, not TorchScript:
+``torch.jit.script`` cannot compile them (use torch.compile, which traces them, or call them from eager
+code).
 """
 from __future__ import annotations
 
@@ -51,6 +65,7 @@ __all__ = [
     "segment_csr", "segment_sum_csr", "segment_add_csr", "segment_mean_csr", "segment_min_csr",
     "segment_max_csr", "segment_coo", "segment_sum_coo", "segment_add_coo", "segment_mean_coo",
     "segment_min_coo", "segment_max_coo", "gather_csr", "gather_coo",
+    "scatter_softmax", "scatter_log_softmax", "scatter_logsumexp", "scatter_std",
 ]
 
 _MINMAX = ("min", "max")
@@ -89,6 +104,31 @@ def _check_out(out, shape, dtype, fn: str) -> None:
         raise TypeError(f"{fn}: out has dtype {out.dtype}; expected src's dtype {dtype}")
 
 
+def _dim(dim: int, src: Tensor, fn: str) -> int:
+    """``dim`` (negative counts from the end) as an index into src's dimensions."""
+    d = dim + src.dim() if dim < 0 else dim
+    if not 0 <= d < src.dim():
+        raise IndexError(f"{fn}: dim={dim} is out of range for src of rank {src.dim()}")
+    return d
+
+
+def _broadcast(t: Tensor, like: Tensor, d: int, name: str, fn: str) -> Tensor:
+    """torch_scatter's broadcast of ``t`` (an index, or per-segment counts) to ``like``'s shape for a
+    reduction along ``d``: a 1-D ``t`` is aligned with ``d``, trailing dimensions are added, then it
+    is expanded (a view, nothing copied)."""
+    r = t
+    if r.dim() == 1:
+        for _ in range(d):
+            r = r.unsqueeze(0)
+    for _ in range(r.dim(), like.dim()):
+        r = r.unsqueeze(-1)
+    try:
+        return r.expand(like.size())
+    except RuntimeError:
+        raise ValueError(f"{fn}: {name} of shape {tuple(t.shape)} does not broadcast to shape "
+                         f"{tuple(like.shape)} along dim {d}") from None
+
+
 def _with_size(shape, d: int, n: int) -> list:
     s = list(shape)
     s[d] = n
@@ -122,6 +162,13 @@ def _line(idx: Tensor, d: int) -> Tensor:
 
 def _trunc_mean(s: Tensor, cnt: Tensor, dtype: torch.dtype) -> Tensor:
     return torch.div(s, cnt, rounding_mode="trunc").to(dtype)
+
+
+def _empty_src_zeros(src: Tensor, d: int, shape) -> Tensor:
+    """The (all-zero) result of ``shape`` for an empty ``src``, which has nothing to reduce or gather,
+    computed from ``src`` itself (its sum along ``d``, broadcast along ``d``) so that it stays on src's
+    autograd graph: the result requires grad when src does, and src's gradient is zero of src's shape."""
+    return src.sum(d, keepdim=True, dtype=src.dtype).expand(list(shape)).contiguous()
 
 
 # ----------------------------------------------------------------------------- reduction by segment ids
@@ -193,16 +240,8 @@ def _scatter_like(kind: str, fn: str, src: Tensor, index: Tensor, dim: int, out,
     _check_tensor(src, "src", fn)
     _check_tensor(index, "index", fn)
     if kind == "scatter":
-        d = dim + src.dim() if dim < 0 else dim
-        if not 0 <= d < src.dim():
-            raise IndexError(f"{fn}: dim={dim} is out of range for src of rank {src.dim()}")
-        idx = index
-        if idx.dim() == 1:
-            for _ in range(d):
-                idx = idx.unsqueeze(0)
-        for _ in range(idx.dim(), src.dim()):
-            idx = idx.unsqueeze(-1)
-        idx = idx.expand(src.size())
+        d = _dim(dim, src, fn)
+        idx = _broadcast(index, src, d, "index", fn)
     else:
         if index.dim() < 1 or index.dim() > src.dim():
             raise ValueError(f"{fn}: index must have 1 to src.dim() = {src.dim()} dimensions; got {index.dim()}")
@@ -220,7 +259,7 @@ def _scatter_like(kind: str, fn: str, src: Tensor, index: Tensor, dim: int, out,
     if src.numel() == 0:
         if n is None:
             n = int(idx.max()) + 1 if idx.numel() else 0
-        vals = src.new_zeros(_with_size(src.shape, d, n))
+        vals = _empty_src_zeros(src, d, _with_size(src.shape, d, n))
         arg = torch.full(vals.shape, E, dtype=torch.int64) if reduce in _MINMAX else None
         if out is not None:
             return (out, arg) if reduce in _MINMAX else out
@@ -391,6 +430,11 @@ class _ByPtr:
         self.d, self.r, self.E = d, src.dim(), src.size(d)
         self.N = max(indptr.size(-1) - 1, 0)
         ip = indptr.expand(list(src.shape[:d]) + [indptr.size(-1)])
+        if ip.numel() == 0 and indptr.size(-1):
+            # a leading dimension of src is 0 (src is empty: nothing is reduced); one line of offsets
+            # keeps the plan's shape (N segments), zeros where indptr has none to give
+            ip = indptr.new_zeros([1] * d + [indptr.size(-1)]) if indptr.numel() == 0 else \
+                indptr.reshape(-1, indptr.size(-1))[:1].reshape([1] * d + [-1])
         self.V = _varying(ip, range(d))
         self.W = [k for k in range(self.r) if k != d and k not in self.V]
         self.perm = self.V + [d] + self.W
@@ -449,7 +493,7 @@ def _segment_csr(fn: str, src: Tensor, indptr: Tensor, out, reduce: str):
     if out is not None:
         _check_out(out, shape, src.dtype, fn)
     if src.numel() == 0:
-        vals = src.new_zeros(shape)
+        vals = _empty_src_zeros(src, plan.d, shape)
         arg = torch.full(shape, plan.E, dtype=torch.int64) if reduce in _MINMAX else None
     elif reduce == "mean" and not (src.is_floating_point() or src.is_complex()):
         s, _ = plan.reduce(src, "sum", torch.int64)
@@ -504,7 +548,7 @@ def gather_csr(src: Tensor, indptr: Tensor, out: Optional[Tensor] = None) -> Ten
     compiling = _compiling()
     e_out = None if compiling else (int(indptr.reshape(-1)[-1]) if indptr.numel() else 0)
     if src.numel() == 0:
-        res = src.new_zeros(_with_size(src.shape, d, e_out or 0))
+        res = _empty_src_zeros(src, d, _with_size(src.shape, d, e_out or 0))
     elif not plan.V:
         p = plan.ip[0]
         if not compiling and int(p[0]) == 0:
@@ -526,3 +570,127 @@ def gather_csr(src: Tensor, indptr: Tensor, out: Optional[Tensor] = None) -> Ten
         return res
     _check_out(out, res.shape, src.dtype, "gather_csr")
     return out.copy_(res)
+
+
+# ----------------------------------------------------------------------------- composites
+
+def _composite_args(fn: str, src: Tensor, index: Tensor, dim: int, dim_size, float_only: bool):
+    """Checked arguments of a composite: (d, index broadcast to src as int64, number of segments)."""
+    _check_tensor(src, "src", fn)
+    _check_tensor(index, "index", fn)
+    if float_only and not torch.is_floating_point(src):
+        raise ValueError(f"{fn}: src must have a floating point dtype (as in torch_scatter); got {src.dtype}")
+    if index.dtype.is_floating_point or index.dtype.is_complex or index.dtype == torch.bool:
+        raise TypeError(f"{fn}: index must have an integer dtype; got {index.dtype}")
+    d = _dim(dim, src, fn)
+    idx = _broadcast(index, src, d, "index", fn).to(torch.int64)
+    if dim_size is None:
+        dim_size = int(idx.max()) + 1 if idx.numel() else 0
+    return d, idx, dim_size
+
+
+def _out_size(out, src: Tensor, d: int, fn: str) -> int:
+    """``out.size(d)``, the number of segments when ``out=`` is given (out checked to be a tensor of
+    src's rank; its shape and dtype are checked against the result afterwards)."""
+    _check_tensor(out, "out", fn)
+    if out.dim() != src.dim():
+        raise ValueError(f"{fn}: out has shape {tuple(out.shape)}; expected {src.dim()} dimensions, as src")
+    return out.size(d)
+
+
+def _segment_max(fn: str, src: Tensor, idx: Tensor, d: int, n: int) -> Tensor:
+    """The maximum of each segment in one pass, as the composites of torch_scatter take it: NaN skipped
+    (torch_scatter's max never picks NaN; mmvref's would propagate it) and -inf for a segment with
+    nothing else (torch_scatter starts its maximum at -inf)."""
+    mx, arg = _scatter_like("scatter", fn, src.masked_fill(torch.isnan(src), float("-inf")), idx, d, None, n,
+                            "max")
+    return mx.masked_fill(arg == src.size(d), float("-inf"))
+
+
+def scatter_softmax(src: Tensor, index: Tensor, dim: int = -1, dim_size: Optional[int] = None) -> Tensor:
+    """Softmax of ``src`` within each group of equal ``index`` along ``dim`` (torch_scatter.scatter_softmax):
+    exp(src - m) / (sum of exp(src - m) over the group), m the group's maximum. Floating point src only
+    (ValueError otherwise); the result has src's shape and dtype. One max pass and one sum pass."""
+    fn = "scatter_softmax"
+    d, idx, n = _composite_args(fn, src, index, dim, dim_size, True)
+    e = (src - _segment_max(fn, src, idx, d, n).gather(d, idx)).exp()
+    return e / _scatter_like("scatter", fn, e, idx, d, None, n, "sum").gather(d, idx)
+
+
+def scatter_log_softmax(src: Tensor, index: Tensor, dim: int = -1, eps: float = 1e-12,
+                        dim_size: Optional[int] = None) -> Tensor:
+    """Log-softmax within each group of equal ``index`` along ``dim`` (torch_scatter.scatter_log_softmax):
+    (src - m) - log(eps + sum of exp(src - m) over the group), m the group's maximum. Floating point src
+    only. One max pass and one sum pass."""
+    fn = "scatter_log_softmax"
+    d, idx, n = _composite_args(fn, src, index, dim, dim_size, True)
+    shifted = src - _segment_max(fn, src, idx, d, n).gather(d, idx)
+    total = _scatter_like("scatter", fn, shifted.exp(), idx, d, None, n, "sum")
+    return shifted - (total + eps).log().gather(d, idx)
+
+
+def scatter_logsumexp(src: Tensor, index: Tensor, dim: int = -1, out: Optional[Tensor] = None,
+                      dim_size: Optional[int] = None, eps: float = 1e-12) -> Tensor:
+    """log(eps + sum of exp(src)) per index along ``dim``, computed as m + log(eps + sum of exp(src - m)),
+    m the segment's maximum (torch_scatter.scatter_logsumexp). Floating point src only.
+
+    As torch_scatter: m skips NaN, a difference src - m that is NaN (a NaN, or -inf in a segment of
+    -inf, or +inf) counts as exp(-inf) = 0 (so NaN values take no part), and the result goes through
+    ``nan_to_num(neginf=0.0)`` (an empty or all -inf segment gives 0, one holding +inf the dtype's
+    largest value). With ``out=`` (dim_size = out.size(dim)) its values take part as one more element
+    of each segment (reduced INTO out, as the other scatters), the result is written into ``out`` and
+    returned, and where that result is not finite (an empty segment, for one) ``out`` keeps its value:
+    torch_scatter's behaviour since 2.1.2 fixed its ``out=`` path (2.1.2 itself wrote 0 there)."""
+    fn = "scatter_logsumexp"
+    _check_tensor(src, "src", fn)
+    if out is not None:
+        dim_size = _out_size(out, src, _dim(dim, src, fn), fn)
+    d, idx, n = _composite_args(fn, src, index, dim, dim_size, True)
+    if out is not None:
+        _check_out(out, _with_size(src.shape, d, n), src.dtype, fn)
+    mx = _segment_max(fn, src, idx, d, n)
+    shifted = src - mx.gather(d, idx)
+    shifted = shifted.masked_fill(torch.isnan(shifted), float("-inf"))
+    total = _scatter_like("scatter", fn, shifted.exp(), idx, d, None, n, "sum")
+    if out is None:
+        return ((total + eps).log() + mx).nan_to_num(neginf=0.0)
+    res = (total + (out - mx).exp() + eps).log() + mx
+    return out.copy_(torch.where(res.isfinite(), res, out))
+
+
+def scatter_std(src: Tensor, index: Tensor, dim: int = -1, out: Optional[Tensor] = None,
+                dim_size: Optional[int] = None, unbiased: bool = True) -> Tensor:
+    """Standard deviation per index along ``dim`` (torch_scatter.scatter_std):
+    sqrt(sum((src - mean)^2) / (c + 1e-6)) with c = max(count - 1, 1) (unbiased) or max(count, 1),
+    count the segment's element count along ``dim`` (computed in src's dtype, over ``index`` as given:
+    along ``dim``, or along its last dimension when it has no more than ``dim`` dimensions), mean the sum
+    over max(count, 1). Two passes over src: the sums, then the squared deviations from the mean
+    (numerically stable), and one over ``index`` for the counts. An integer src gives a floating result
+    (the default dtype), as in torch_scatter. Where a segment's values are all equal (one element, for
+    one) the gradient is 0, as torch.std's (torch_scatter's is NaN there: sqrt's derivative at 0 times 0).
+    With ``out=`` (dim_size = out.size(dim)), the squared deviations are summed INTO ``out`` (as
+    torch_scatter does: out then holds out + that sum) and the result is a new tensor."""
+    fn = "scatter_std"
+    _check_tensor(src, "src", fn)
+    _check_tensor(index, "index", fn)
+    d = _dim(dim, src, fn)
+    if out is not None:
+        dim_size = _out_size(out, src, d, fn)
+    if index.dim() < 1:
+        raise ValueError(f"{fn}: index must have at least one dimension; got a 0-d tensor")
+    count_dim = d if index.dim() > d else index.dim() - 1
+    d, idx, n = _composite_args(fn, src, index, d, dim_size, False)
+    if out is not None:  # the squared deviations: src's dtype, or the default float dtype for integers
+        _check_out(out, _with_size(src.shape, d, n),
+                   src.dtype if src.is_floating_point() else torch.get_default_dtype(), fn)
+    count = _scatter_like("scatter", fn, torch.ones(index.size(), dtype=src.dtype), index, count_dim, None, n,
+                          "sum")
+    total = _scatter_like("scatter", fn, src, idx, d, None, n, "sum")
+    count = _broadcast(count, total, d, "the counts", fn).clamp(min=1)
+    dev = src - (total / count).gather(d, idx)
+    sq = _scatter_like("scatter", fn, dev * dev, idx, d, out, n, "sum")
+    if unbiased:
+        count = (count - 1).clamp(min=1)
+    var = sq / (count + 1e-6)
+    zero = var == 0  # sqrt's derivative is infinite at 0: take the zero subgradient there, as torch.std does
+    return torch.where(zero, torch.zeros_like(var), torch.where(zero, torch.ones_like(var), var).sqrt())

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -325,6 +326,8 @@ def test_scatter_generated(b, e, f, n, seed, reduce):
     src = torch.randint(-3, 4, (b, e, f), generator=g).double()
     index = torch.randint(0, n, (e,), generator=g)
     ev, ea = oracle_index(src, full_index(index, (b, e, f), 1), 1, n, reduce)
+    if e == 0 and reduce == "mul":
+        ev = torch.zeros_like(ev)  # documented: scatter_mul of an empty src is 0, as torch_scatter's
     res = ts.scatter(src, index, dim=1, dim_size=n, reduce=reduce)
     check(res, ev, torch.float64)
     if reduce in ("min", "max"):
@@ -531,6 +534,197 @@ def test_torch_dtype_results():
         T.OPS["segment_csr"](x, torch.tensor([0, 3]), 0, "sum")
     h = torch.tensor([1.0, 2.0, 4.0], dtype=torch.float16)
     assert ts.scatter_mean(h, torch.tensor([0, 0, 1])).dtype == torch.float16
+
+
+# ----------------------------------------------------------------------------- empty shapes under autograd
+
+#: (src shape, axis, indptr): the reduced axis empty (E = 0), no batch (B = 0), no features (F = 0), all
+#: empty, 1-D; indptr gives 2 segments (0 for the last two), index maps every position to segment 0
+EMPTY_CASES = [((3, 0, 2), 1, [0, 0, 0]), ((0, 4, 2), 1, [0, 2, 4]), ((3, 4, 0), 1, [0, 2, 4]),
+               ((0, 0, 0), 1, [0]), ((0,), 0, [0])]
+
+
+def _empty_ops(shape, axis, indptr):
+    E = shape[axis]
+    index = [0] * E
+    return {
+        "mmvref.segment_csr": lambda t, r: mmvref.segment_csr(t, indptr, axis=axis, reduce=r),
+        "mmvref.segment_coo": lambda t, r: mmvref.segment_coo(t, index, axis=axis, dim_size=2, reduce=r),
+        "mmvref.scatter": lambda t, r: mmvref.scatter(t, index, axis=axis, dim_size=2, reduce=r),
+        "op.segment_csr": lambda t, r: T.OPS["segment_csr"](t, torch.tensor(indptr), axis, r)[0],
+        "op.scatter": lambda t, r: T.OPS["scatter"](t, torch.tensor(index, dtype=torch.int64), axis, 2, r)[0],
+        "ts.segment_csr": lambda t, r: ts.segment_csr(
+            t, torch.tensor(indptr).view([1] * axis + [-1]), reduce=r.replace("prod", "sum")),
+        "ts.scatter": lambda t, r: ts.scatter(t, torch.tensor(index, dtype=torch.int64), axis, None, 2,
+                                              r.replace("prod", "mul")),
+    }
+
+
+@pytest.mark.parametrize("create_graph", [False, True], ids=["kernel", "differentiable"])
+@pytest.mark.parametrize("reduce", ["min", "max", "sum", "mean", "prod"])
+@pytest.mark.parametrize("case", range(len(EMPTY_CASES)), ids=["E=0", "B=0", "F=0", "all", "1-D"])
+def test_backward_over_empty_shapes(case, reduce, create_graph):
+    """min/max (and every other reduction) backward over empty shapes gives a zero gradient of src's
+    shape (it failed inside the min/max op: "cannot reshape array of size 0")."""
+    shape, axis, indptr = EMPTY_CASES[case]
+    for name, f in _empty_ops(shape, axis, indptr).items():
+        t = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
+        y = f(t, reduce)
+        assert y.requires_grad, name
+        (g,) = torch.autograd.grad(y.sum(), t, create_graph=create_graph, allow_unused=False)
+        assert g.shape == t.shape and not g.any(), name
+
+
+def test_backward_over_empty_axis_as_reported():
+    t = torch.zeros(3, 0, 2, requires_grad=True)
+    mmvref.segment_csr(t, [0, 0, 0], axis=1, reduce="max").sum().backward()
+    assert t.grad.shape == (3, 0, 2) and not t.grad.any()
+    t = torch.zeros(3, 0, 2, requires_grad=True)
+    mmvref.scatter(t, [], axis=1, dim_size=3, reduce="min").sum().backward()
+    assert t.grad.shape == (3, 0, 2) and not t.grad.any()
+
+
+# ----------------------------------------------------------------------------- indptr / index forms
+
+PTR_FORMS = {
+    "list": [0, 2, 2, 6], "tuple": (0, 2, 2, 6), "range": range(0, 8, 2), "<i8": np.array([0, 2, 2, 6]),
+    ">i8": np.array([0, 2, 2, 6], ">i8"), ">i4": np.array([0, 2, 2, 6], ">i4"), ">u4": np.array([0, 2, 2, 6], ">u4"),
+    "u2": np.array([0, 2, 2, 6], np.uint16), "strided": np.array([0, 9, 2, 9, 2, 9, 6])[::2],
+    "readonly": np.array([0, 2, 2, 6]), "int32 tensor": torch.tensor([0, 2, 2, 6], dtype=torch.int32),
+    "uint8 tensor": torch.tensor([0, 2, 2, 6], dtype=torch.uint8),
+}
+PTR_FORMS["readonly"].flags.writeable = False
+IDX_FORMS = {
+    "list": [0, 0, 1, 1, 1, 3], "tuple": (0, 0, 1, 1, 1, 3), ">i8": np.array([0, 0, 1, 1, 1, 3], ">i8"),
+    ">i2": np.array([0, 0, 1, 1, 1, 3], ">i2"), ">u8": np.array([0, 0, 1, 1, 1, 3], ">u8"),
+    "uint64": np.array([0, 0, 1, 1, 1, 3], np.uint64), "strided": np.array([0, 7, 0, 7, 1, 7, 1, 7, 1, 7, 3])[::2],
+    "int32 tensor": torch.tensor([0, 0, 1, 1, 1, 3], dtype=torch.int32),
+}
+#: the public ops, their argument forms, and src's length along axis 0
+FORM_OPS = {"segment_csr": (PTR_FORMS, 6), "segment_coo": (IDX_FORMS, 6), "scatter": (IDX_FORMS, 6),
+            "gather_csr": (PTR_FORMS, 3)}
+
+
+def _three_ways(op, arg, length, **kw):
+    """op on src as a plain tensor, as a tensor that requires grad, and as bfloat16 (the last two run
+    the torch custom op)."""
+    src = torch.arange(length * 2, dtype=torch.float32).reshape(length, 2) - 3  # exact in bfloat16
+    f = getattr(mmvref, op)
+    return (f(src, arg, **kw), f(src.clone().requires_grad_(), arg, **kw), f(src.to(torch.bfloat16), arg, **kw))
+
+
+@pytest.mark.parametrize("op", list(FORM_OPS))
+def test_index_forms_same_on_every_path(op):
+    """Every indptr/index form the plain path takes, the autograd and bfloat16 paths take, with the same
+    values (big-endian arrays and an empty list were refused there)."""
+    forms, length = FORM_OPS[op]
+    reduces = ("sum", "max") if op != "gather_csr" else (None,)
+    for (name, arg), r in itertools.product(forms.items(), reduces):
+        plain, grad, bf16 = _three_ways(op, arg, length, **({} if r is None else {"reduce": r}))
+        assert grad.requires_grad, name
+        assert torch.equal(plain, grad.detach()), (name, plain, grad)
+        assert torch.equal(plain, bf16.float()), (name, plain, bf16)
+
+
+@pytest.mark.parametrize("op", list(FORM_OPS))
+def test_empty_index_list_on_every_path(op):
+    arg = [0] if op in ("segment_csr", "gather_csr") else []
+    plain, grad, bf16 = _three_ways(op, arg, 0)
+    assert plain.shape == grad.shape == bf16.shape
+    grad.sum().backward()  # the graph is there (and empty)
+    if op in ("segment_coo", "scatter"):
+        src = torch.zeros(0, 2, requires_grad=True)
+        y = getattr(mmvref, op)(src, [], dim_size=3, reduce="max")
+        assert y.shape == (3, 2) and not y.detach().any()
+        y.sum().backward()
+        assert src.grad.shape == (0, 2)
+
+
+BAD_FORMS = {
+    "float list": [0.0, 1.0, 2.0], "2-D list": [[0, 1], [1, 2]], "ragged": [[0], [1, 2]], "scalar": 3,
+    "numpy scalar": np.int64(2), "None": None, "str": "abc", "dict": {1: 2}, "str array": np.array(["0", "1", "2"]),
+    "object array": np.array([0, None, 1], dtype=object), "big-endian float": np.array([0, 1, 2], ">f8"),
+    "complex": np.array([0, 1, 2], np.complex64), "datetime": np.array(["2020-01-01"] * 3, "M8[D]"),
+    "empty float array": np.zeros(0), "bfloat16 tensor": torch.tensor([0, 1, 2], dtype=torch.bfloat16),
+    "bool tensor": torch.tensor([True, False, True]), "float tensor": torch.tensor([0.0, 1.0, 2.0]),
+    "negative": [0, -1, 2],
+}
+#: forms that are good for an op (flags may be bool)
+GOOD_FOR = {"segmented_sum": ("bool tensor",)}
+
+
+def _error(f, *args):
+    try:
+        f(*args)
+    except Exception as e:  # noqa: BLE001  (the error itself is what is compared)
+        return type(e), str(e)
+    return None
+
+
+@pytest.mark.parametrize("op", list(FORM_OPS) + ["segmented_sum"])
+def test_bad_index_forms_same_error_on_every_path(op):
+    f = getattr(mmvref, op)
+    src = torch.arange(3.0) if op != "gather_csr" else torch.arange(2.0)
+    for name, arg in BAD_FORMS.items():
+        if name in GOOD_FOR.get(op, ()):
+            continue
+        plain = _error(f, src, arg)
+        grad = _error(f, src.clone().requires_grad_(), arg)
+        bf16 = _error(f, src.to(torch.bfloat16), arg)
+        assert plain is not None and plain[0] in (TypeError, ValueError), (name, plain)
+        assert plain == grad == bf16, (name, plain, grad, bf16)
+
+
+def test_flags_forms_same_on_every_path():
+    for flags in ([1, 0, 1], (1, 0, 1), np.array([1, 0, 1], np.uint8), np.array([True, False, True])):
+        plain, grad, bf16 = (mmvref.segmented_sum(s, flags) for s in (
+            torch.arange(3.0), torch.arange(3.0).requires_grad_(), torch.arange(3.0).to(torch.bfloat16)))
+        assert torch.equal(plain, grad.detach()) and torch.equal(plain, bf16.float())
+    assert mmvref.segmented_sum(torch.zeros(0, requires_grad=True), []).shape == (0,)
+
+
+# ----------------------------------------------------------------------------- empty src in the drop-in
+
+def _zero_dropins():
+    idx, ptr = torch.zeros(0, dtype=torch.int64), torch.tensor([0, 0, 0])
+    fs = {}
+    for r in ("sum", "add", "mul", "mean", "min", "max"):
+        fs[f"scatter:{r}"] = lambda x, r=r: ts.scatter(x, idx, 1, None, 2, r)
+        fs[f"scatter_{r}"] = lambda x, r=r: getattr(ts, f"scatter_{r}")(x, idx, 1, None, 2)
+    for r in ("sum", "add", "mean", "min", "max"):
+        fs[f"segment_coo:{r}"] = lambda x, r=r: ts.segment_coo(x, idx.view(1, -1), None, 2, r)
+        fs[f"segment_{r}_coo"] = lambda x, r=r: getattr(ts, f"segment_{r}_coo")(x, idx.view(1, -1), None, 2)
+        fs[f"segment_csr:{r}"] = lambda x, r=r: ts.segment_csr(x, ptr.view(1, -1), None, r)
+        fs[f"segment_{r}_csr"] = lambda x, r=r: getattr(ts, f"segment_{r}_csr")(x, ptr.view(1, -1))
+    fs["gather_csr"] = lambda x: ts.gather_csr(x[:, :0], torch.tensor([[0]]))
+    fs["gather_csr:uncovered"] = lambda x: ts.gather_csr(x[:, :0], torch.tensor([[3]]))  # 3 zeros out
+    fs["gather_coo"] = lambda x: ts.gather_coo(x, idx.view(1, -1))
+    return fs
+
+
+@pytest.mark.parametrize("shape", [(3, 0, 4), (0, 0, 16), (0, 5, 2)], ids=str)
+def test_dropin_empty_src_stays_on_the_graph(shape):
+    """An empty src that requires grad gives a result on its graph (it came back detached): the result
+    requires grad and src's gradient is zero of src's shape (torch_scatter's test_zero_tensors)."""
+    for name, f in _zero_dropins().items():
+        if shape[1] and ("segment" in name or "scatter" in name):
+            continue  # the 1-D index / indptr above describe an empty reduced dim
+        x = torch.randn(shape, dtype=torch.float64, requires_grad=True)
+        y = f(x)
+        v = y[0] if isinstance(y, tuple) else y
+        assert v.requires_grad and v.grad_fn is not None, name
+        assert not v.detach().any(), name
+        v.backward(torch.randn_like(v))
+        assert x.grad is not None and x.grad.shape == x.shape and not x.grad.any(), name
+        if name.endswith(("min", "max")) and isinstance(y, tuple):
+            assert torch.equal(y[1], torch.full(v.shape, shape[1], dtype=torch.int64)), name
+
+
+def test_dropin_empty_src_without_grad_is_plain_zeros():
+    y = ts.scatter_max(torch.zeros(2, 0), torch.zeros(0, dtype=torch.int64), dim_size=3)[0]
+    assert not y.requires_grad and torch.equal(y, torch.zeros(2, 3))
+    y = ts.segment_csr(torch.zeros(0, 2, dtype=torch.int32), torch.tensor([0, 0, 0]))
+    assert y.dtype == torch.int32 and torch.equal(y, torch.zeros(2, 2, dtype=torch.int32))
 
 
 # ----------------------------------------------------------------------------- opcheck
