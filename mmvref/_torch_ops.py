@@ -84,7 +84,7 @@ from ._dtypes import VALUE_DTYPES, result_dtype
 from ._fast import _segreduce_kernels as R
 from ._fast._io import needs_torch_op, to_numpy
 from ._fast.segreduce import _index as _plain_index
-from ._validate import _asarray, as_flags, as_indptr
+from ._validate import _asarray, as_flags, as_indptr, check_bool
 
 __all__ = [
     "segment_csr", "segment_coo", "scatter", "gather_csr", "segment_sum_csr", "segmented_sum",
@@ -572,6 +572,15 @@ KERNELS = {
 
 # ----------------------------------------------------------------------------- routing (public API)
 
+def _values_arg(a, name: str) -> Tensor:
+    """The values argument of a routed public function: a tensor of rank >= 1 (the plain path's own
+    check and message, ``segreduce.values_nd``)."""
+    t = _as_tensor(a, name)
+    if t.dim() == 0:
+        raise ValueError(f"{name} must be at least 1-D, got a scalar")
+    return t
+
+
 def _as_tensor(a, name: str) -> Tensor:
     if isinstance(a, Tensor):
         return a
@@ -687,7 +696,7 @@ def segment_csr(src, indptr, axis=0, reduce="sum", return_arg=False, dtype=None,
     """Routed ``mmvref.segment_csr`` (see the module docstring)."""
     r = _reduce(reduce)
     return_arg = _check_return_arg(r, return_arg, "segment_csr")
-    src, indptr = _as_tensor(src, "src"), _index_arg(indptr, "indptr", "indptr")
+    src, indptr = _values_arg(src, "src"), _index_arg(indptr, "indptr", "indptr")
     _check_out_grad(out, "segment_csr", src)
     td = _result_torch_dtype(src, dtype, "segment_csr")
     res, arg = _segment_csr_op(src, indptr, _axis(axis, "segment_csr"), r, td, overflow)
@@ -702,7 +711,7 @@ def segment_sum_csr(x, indptr, axis=0, dtype=None, out=None, overflow="raise"):
 def _index_route(op, name, src, index, axis, dim_size, reduce, return_arg, dtype, out, overflow):
     r = _reduce(reduce)
     return_arg = _check_return_arg(r, return_arg, name)
-    src, index = _as_tensor(src, "src"), _index_arg(index, "index", "index")
+    src, index = _values_arg(src, "src"), _index_arg(index, "index", "index")
     _check_out_grad(out, name, src)
     td = _result_torch_dtype(src, dtype, name)
     if dim_size is None:
@@ -731,7 +740,7 @@ def scatter(src, index, axis=0, dim_size=None, reduce="sum", return_arg=False, d
 
 def gather_csr(src, indptr, axis=0, out=None):
     """Routed ``mmvref.gather_csr``: out[indptr[n]:indptr[n+1]] = src[n] along ``axis`` (dtype kept)."""
-    src, indptr = _as_tensor(src, "src"), _index_arg(indptr, "indptr", "indptr")
+    src, indptr = _values_arg(src, "src"), _index_arg(indptr, "indptr", "indptr")
     _check_out_grad(out, "gather_csr", src)
     size = None
     if type(indptr) is Tensor and indptr.dim() == 1 and indptr.numel() and not torch.compiler.is_compiling():
@@ -744,7 +753,7 @@ def segmented_sum(x, flags, axis=0, reduce="sum", return_arg=False, dtype=None, 
     """Routed ``mmvref.segmented_sum`` (flags mark segment starts along ``axis``)."""
     r = _reduce(reduce)
     return_arg = _check_return_arg(r, return_arg, "segmented_sum")
-    x, flags = _as_tensor(x, "x"), _index_arg(flags, "flags", "flags")
+    x, flags = _values_arg(x, "x"), _index_arg(flags, "flags", "flags")
     _check_out_grad(out, "segmented_sum", x)
     td = _result_torch_dtype(x, dtype, "segmented_sum")
     res, arg = _segmented_sum_op(x, flags, _axis(axis, "segmented_sum"), r, td, overflow)
@@ -753,21 +762,22 @@ def segmented_sum(x, flags, axis=0, reduce="sum", return_arg=False, dtype=None, 
 
 def segmented_scan(x, flags, axis=0, exclusive=False, dtype=None, out=None, overflow="raise"):
     """Routed ``mmvref.segmented_scan``."""
-    x, flags = _as_tensor(x, "x"), _index_arg(flags, "flags", "flags")
+    x, flags = _values_arg(x, "x"), _index_arg(flags, "flags", "flags")
     _check_out_grad(out, "segmented_scan", x)
     td = _result_torch_dtype(x, dtype, "segmented_scan")
-    res = _segmented_scan_op(x, flags, _axis(axis, "segmented_scan"), bool(exclusive), td, overflow)
+    res = _segmented_scan_op(x, flags, _axis(axis, "segmented_scan"), check_bool(exclusive, "exclusive"), td,
+                             overflow)
     return _finish(res, None, False, out, "segmented_scan")
 
 
 def scan(x, axis=None, exclusive=False, dtype=None, out=None, overflow="raise"):
     """Routed ``mmvref.scan``: axis=None scans the flattened input (like np.cumsum)."""
-    x = _as_tensor(x, "x")
+    x = _values_arg(x, "x")
     _check_out_grad(out, "scan", x)
     td = _result_torch_dtype(x, dtype, "scan")
     if axis is None:
         x, d = x.reshape(-1), 0
     else:
         d = _axis(axis, "scan")
-    res = _scan_op(x, d, bool(exclusive), td, overflow)
+    res = _scan_op(x, d, check_bool(exclusive, "exclusive"), td, overflow)
     return _finish(res, None, False, out, "scan")

@@ -280,3 +280,59 @@ def test_one_set_of_segments_one_float_result(seed, dt, avg, n):
     u = np.finfo(dt).eps / 2
     lens = np.diff(ip)
     assert np.all(np.abs(a.astype(np.float64) - exact) <= (lens + 64) * u * mag + np.finfo(dt).tiny)
+
+
+# ----------------------------------------------------------------------------- ids and sizes near 2**63
+
+def test_ids_near_the_int64_limit_never_crash():
+    """An index ending in 2**63 - 1 once crashed the process (an id + 1 wrapped inside the bounds
+    kernel, and LLVM then dropped the clamps): run in a child so a regression fails, not kills, the run."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, mmvref\n"
+        "for fn in (mmvref.scatter, mmvref.segment_coo):\n"
+        "    for idx in ([0, 1, 2, 2**63 - 1], [2**63 - 1] * 3, [-2**63, 0, 1]):\n"
+        "        try:\n"
+        "            fn(np.ones(len(idx)), np.array(idx), dim_size=4)\n"
+        "            raise SystemExit('no error')\n"
+        "        except ValueError as e:\n"
+        "            assert 'index[' in str(e), e\n"
+        "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout, r.stderr[-2000:])
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: mmvref.scatter(np.ones(4), np.array([0, 1, 2, 2**63 - 1])), "index"),
+    (lambda: mmvref.scatter(np.ones(3), np.array([0, 1, 2]), dim_size=2**63 - 1), "dim_size"),
+    (lambda: mmvref.segment_coo(np.ones(3), np.array([0, 1, 2]), dim_size=2**62), "dim_size"),
+    (lambda: mmvref.gather_csr(np.ones(1), np.array([0, 2**63 - 1])), "indptr"),
+])
+def test_sizes_no_array_can_address_are_refused_naming_the_argument(call, name):
+    with pytest.raises(ValueError, match=rf"^{name}\b.*more than an array can address"):
+        call()
+
+
+# ----------------------------------------------------------------------------- the torch route checks as the plain one
+
+def test_torch_route_takes_and_refuses_what_the_plain_path_does():
+    torch = pytest.importorskip("torch")
+    for t in (torch.tensor(1.0, requires_grad=True), torch.tensor(1.0, dtype=torch.bfloat16), np.float64(1.0)):
+        with pytest.raises(ValueError, match="src must be at least 1-D"):
+            mmvref.segment_csr(t, [0, 1])
+        with pytest.raises(ValueError, match="x must be at least 1-D"):
+            mmvref.scan(t if not isinstance(t, np.floating) else np.asarray(t))
+    for t in (torch.ones(3, requires_grad=True), torch.ones(3, dtype=torch.bfloat16), torch.ones(3)):
+        for bad in ("yes", None, 1):
+            with pytest.raises(TypeError, match="exclusive must be a bool"):
+                mmvref.scan(t, exclusive=bad)
+            with pytest.raises(TypeError, match="exclusive must be a bool"):
+                mmvref.segmented_scan(t, [1, 0, 0], exclusive=bad)
+    x = torch.arange(6, dtype=torch.float32)
+    plain = mmvref.segment_csr(x, [0, 2, 6], dtype=torch.float64)
+    routed = mmvref.segment_csr(x.clone().requires_grad_(), [0, 2, 6], dtype=torch.float64)
+    assert plain.dtype == routed.dtype == torch.float64
+    assert plain.tolist() == routed.tolist() == [1.0, 14.0]
+    assert mmvref.scan(np.arange(4, dtype=np.int32), dtype=torch.int16).tolist() == [0, 1, 3, 6]

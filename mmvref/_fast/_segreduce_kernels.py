@@ -614,12 +614,14 @@ def coo_bounds(index, n):
             mx = max(mx, v)
             d |= v < p
             if v > p and not d:  # a new id (one position in ~10 at GNN degrees: a rare branch)
-                for w in range(max(p + 1, 0), min(v, n) + 1):  # ids after the previous value's, to this one's
+                # ids after the previous value's, to this one's; clamped to [0, n] BEFORE the +1: an id
+                # near 2**63 would wrap a sum (undefined in LLVM, which then drops the clamps)
+                for w in range(0 if p < 0 else min(p, n) + 1, min(v, n) + 1):
                     bounds[w] = i
             p = v
         lo_c[c], hi_c[c], down_c[c] = mn, mx, d
     last = index[E - 1] if E > 0 else -1
-    for w in range(max(last + 1, 0), n + 1):  # ids above every value (and the end)
+    for w in range(0 if last < 0 else min(last, n) + 1, n + 1):  # ids above every value (and the end)
         bounds[w] = E
     if E == 0:
         return bounds, 0, -1, False

@@ -108,6 +108,8 @@ def dtypes(x, dtype, op):
         r = result_dtype(x.dtype)
         return r, r
     try:
+        if type(dtype).__module__ == "torch" and str(dtype).startswith("torch."):
+            dtype = str(dtype)[6:]  # a torch dtype names its numpy twin (bfloat16 has none: refused below)
         if not isinstance(dtype, (str, type, np.dtype)):
             raise TypeError
         fin = np.dtype(dtype)
@@ -151,6 +153,18 @@ def finish(res, lo_hi, cdt, fin, overflow, op):
 
 def _native(dt):
     return dt.newbyteorder("=") if dt.byteorder not in "=|" else dt
+
+
+def check_size(shape, itemsize, what):
+    """ValueError naming ``what`` when a result of ``shape`` cannot even be addressed (its byte
+    count reaches 2**63: numpy would say only "array is too big" or fail converting the size);
+    a size that can be addressed but not allocated gets numpy's MemoryError, which states it."""
+    n = 1
+    for d in shape:
+        n *= int(d)
+    if n * itemsize >= 2**63:
+        raise ValueError(f"{what}: the result would have shape {tuple(int(d) for d in shape)} ({n} elements), "
+                         "more than an array can address")
 
 
 def check_out(out, shape, dtype, name="out"):
@@ -435,6 +449,7 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
         raise ValueError(f"{op_name}: return_arg=True needs reduce='min' or 'max', got {reduce!r}")
     cdt, fin = dtypes(x, dtype, op_name)
     shape = x.shape[:axis] + (n_out,) + x.shape[axis + 1:]
+    check_size(shape, max(cdt.itemsize, 8 if return_arg else 1), f"{op_name}: the output length {n_out}")
     buf = out_buffer(out, shape, cdt, fin, x, bounds, rows, index)  # the kernels write there when they can
     x3, B, E, F = as3d(x, axis)
     buf3 = buf.reshape(B, n_out, F) if buf is not None else None
@@ -531,10 +546,12 @@ def _index(index, E, dim_size, name="index"):
     if dim_size is None:
         n = int(a.max()) + 1 if a.size else 0
         n = max(n, 0)
+        check_size((n + 1,), 8, f"{name} (its largest id {n - 1} sets the output length)")
     else:
         if isinstance(dim_size, bool) or not isinstance(dim_size, (int, np.integer)) or dim_size < 0:
             raise ValueError(f"dim_size must be a non-negative int, got {dim_size!r}")
         n = int(dim_size)
+        check_size((n + 1,), 8, "dim_size")
     bounds, lo, hi, down = R.coo_bounds(a, n)  # the values' range and order, checked in the same pass
     if lo < 0 or hi >= n:
         bad = int(np.flatnonzero((a < 0) | (a >= n))[0])
@@ -621,6 +638,7 @@ def gather_csr(src, indptr, *, axis=0, out=None, dim=None):
         raise ValueError(f"indptr has {ip.size - 1} segments but src has {x.shape[axis]} entries along the axis")
     E = int(ip[-1])
     shape = x.shape[:axis] + (E,) + x.shape[axis + 1:]
+    check_size(shape, x.dtype.itemsize, f"indptr (indptr[-1] = {E} sets the output length)")
     buf = out_buffer(out, shape, x.dtype, x.dtype, x, ip)
     x3, B, N, F = as3d(x, axis)
     if x3.dtype == np.float16:  # values are only moved: their bits, as Numba has no float16
