@@ -361,6 +361,8 @@ def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match="x must be 1-D"):
         md.scan(da.ones((2, 2), chunks=1))
     with pytest.raises(ValueError, match="flags must be 1-D with len"):
+        md.segmented_scan(x, da.zeros(9, np.uint8, chunks=3))
+    with pytest.raises(ValueError, match="flags has length 9"):  # numpy: the single-machine boundary
         md.segmented_scan(x, np.zeros(9, np.uint8))
     with pytest.raises(TypeError, match="flags must be bool, int8 or uint8"):
         md.segmented_scan(x, np.zeros(10, np.float32))
@@ -476,3 +478,112 @@ def test_narrow_result_dtypes_as_the_single_machine_op(dt, overflow):
             bits = 8 * np.dtype(dt).itemsize
             assert got.tolist() == [(v + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1) for v in exact], op
         assert got.tobytes() == getattr(mmvref, op)(x, *args, dtype=dt, overflow=overflow).tobytes(), op
+
+
+# ----------------------------------------------------------------------------- API fuzzer findings 15-18
+
+
+def _same_as_single_machine(got, want):
+    got = got.compute()
+    want = want.numpy() if hasattr(want, "numpy") else want
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("dt", ["int8", "int64", "float32"])
+def test_empty_arrays_with_differently_chunked_empty_flags(dt):
+    """Fuzzer 15: dask does not rechunk an empty array, so empty flags / mask keep their own (empty)
+    chunks; the ops must still give the single-machine result, empty arrays of the result dtype."""
+    x = np.zeros(0, dt)
+    for xc in ((0,), (0, 0), (0, 0, 0)):
+        for fc in ((0,), (0, 0)):
+            dx = da.from_array(x, chunks=(xc,))
+            for fdt in (bool, np.int8, np.uint8):
+                df = da.from_array(np.zeros(0, fdt), chunks=(fc,))
+                _same_as_single_machine(md.compress(dx, df), mmvref.compress(x, np.zeros(0, fdt)))
+                _same_as_single_machine(md.segmented_sum(dx, df), mmvref.segmented_sum(x, np.zeros(0, fdt)))
+                _same_as_single_machine(md.segmented_scan(dx, df), mmvref.segmented_scan(x, np.zeros(0, fdt)))
+                _same_as_single_machine(md.segmented_scan(dx, df, exclusive=True),
+                                        mmvref.segmented_scan(x, np.zeros(0, fdt), exclusive=True))
+            _same_as_single_machine(md.scan(dx), mmvref.scan(x))
+
+
+def test_flags_and_masks_accept_what_the_single_machine_ops_accept():
+    """Fuzzer 16: flags / mask that are not dask arrays pass the single-machine boundary
+    (``_validate.as_flags``): lists and tuples of 0/1 (uint8), bool lists, [] for no flags, torch CPU
+    tensors; bad ones give the single-machine op's error type, naming the argument."""
+    torch = pytest.importorskip("torch")
+    x = np.arange(-4, 6, dtype=np.int32)
+    f = [1, 0, 0, 1, 1, 0, 0, 0, 1, 0]
+    dx = da.from_array(x, chunks=((3, 0, 4, 3),))
+    good = [f, tuple(f), [bool(v) for v in f], np.array(f, np.uint8), np.array(f, np.int8).astype(">i1"),
+            torch.tensor(f, dtype=torch.uint8), torch.tensor(f, dtype=torch.bool), torch.tensor(f, dtype=torch.int8)]
+    for flags in good:
+        want_scan = oracle_segmented_scan(x, np.array(f))
+        want_sum = oracle_segmented_sum(x, np.array(f))
+        want_cmp = oracle_compress(x, np.array(f))
+        for xx in (x, dx):
+            _same_as_single_machine(md.segmented_sum(xx, flags), mmvref.segmented_sum(x, flags))
+            _same_as_single_machine(md.segmented_scan(xx, flags), mmvref.segmented_scan(x, flags))
+            _same_as_single_machine(md.compress(xx, flags), mmvref.compress(x, flags))
+            assert md.segmented_sum(xx, flags).compute().tolist() == want_sum
+            assert md.segmented_scan(xx, flags).compute().tolist() == want_scan
+            assert md.compress(xx, flags).compute().tolist() == want_cmp
+    e = np.zeros(0, np.int16)
+    for empty in ([], ()):
+        _same_as_single_machine(md.segmented_sum(e, empty), mmvref.segmented_sum(e, empty))
+        _same_as_single_machine(md.segmented_scan(e, empty), mmvref.segmented_scan(e, empty))
+        _same_as_single_machine(md.compress(e, empty), mmvref.compress(e, empty))
+    bad = [[1, 0, 2, 0, 0, 0, 0, 0, 0, 0], [1.0] * 10, f[:-1], [f, f], np.array(f, ">i2"),
+           torch.tensor(f), torch.tensor(f, dtype=torch.float32), [], "1010101010", None, 3]
+    for flags in bad:
+        for op, name in (("segmented_sum", "flags"), ("segmented_scan", "flags"), ("compress", "mask")):
+            with pytest.raises((TypeError, ValueError)) as single:
+                getattr(mmvref, op)(x, flags)
+            with pytest.raises(single.type, match=name):
+                getattr(md, op)(dx, flags).compute()
+
+
+def test_spmv_takes_the_single_machine_csr_and_torch_boundary():
+    """Fuzzer 17 / 18: an empty list of column indices is no (int64) indices, as for mmvref.spmv; torch
+    data / x / sparse CSR tensors of a dtype numpy lacks (bfloat16) give the single-machine TypeError
+    naming the argument, not torch's own message."""
+    torch = pytest.importorskip("torch")
+    for ind in ([], ()):
+        A = ([0, 0, 0, 0], ind, np.array([], np.float16), (3, 4))
+        _same_as_single_machine(md.spmv(A, np.ones(4, np.float16)), mmvref.spmv(A, np.ones(4, np.float16)))
+    A = ([0, 1, 1, 3], [2, 0, 3], np.array([1, -2, 3], np.int16), (3, 4))
+    x = np.array([5, 6, 7, 8], np.int16)
+    assert md.spmv(A, x).compute().tolist() == oracle_spmv(np.array(A[0]), np.array(A[1]), A[2], x)
+    At = (torch.tensor(A[0]), torch.tensor(A[1]), torch.from_numpy(A[2]), A[3])
+    _same_as_single_machine(md.spmv(At, torch.from_numpy(x)), mmvref.spmv(At, torch.from_numpy(x)))
+    bf = torch.bfloat16
+    A32 = ([0, 1, 1, 3], [2, 0, 3], np.array([1, -2, 3], np.float32), (3, 4))
+    At16 = ([0, 1, 1, 3], [2, 0, 3], torch.tensor([1.0, -2.0, 3.0], dtype=bf), (3, 4))
+    Asp = torch.sparse_csr_tensor(torch.tensor([0, 1, 1, 3]), torch.tensor([2, 0, 3]),
+                                  torch.tensor([1.0, -2.0, 3.0], dtype=bf), (3, 4), check_invariants=True)
+    for A_, x_, name in ((At16, np.ones(4, np.float32), "data"), (A32, torch.ones(4, dtype=bf), "x"),
+                         (Asp, np.ones(4, np.float32), "values"), (A32, [1.0, 2.0, "a", 3.0], "x"),
+                         (([0, 1, 1, 3], [2.0, 0.0, 3.0], A32[2], (3, 4)), np.ones(4, np.float32), "indices"),
+                         (([0, 1, 1, 3], [2, 0], A32[2], (3, 4)), np.ones(4, np.float32), "indices")):
+        with pytest.raises((TypeError, ValueError)) as single:
+            mmvref.spmv(A_, x_)
+        with pytest.raises(single.type, match=name):
+            md.spmv(A_, x_).compute()
+
+
+@pytest.mark.parametrize("bad", [2, 255])
+def test_segmented_scan_reports_a_bad_flag_before_an_overflow_elsewhere(bad):
+    """Fuzzer (seed 22, case 770): a flag of 2 in one chunk and an overflowing segment in a later one;
+    the single-machine op reports the flags (ValueError), so must the dask op, whatever order the
+    chunks' tasks run in: the flags are checked by the summary pass every output depends on."""
+    big = np.iinfo(np.int64).max
+    x = np.array([big, -big, 0, big - 1, big - 1, -1, 2 ** 62, 1], np.int64)
+    f = np.zeros(8, np.uint8)
+    f[0] = bad
+    with pytest.raises(ValueError, match="flags"):
+        mmvref.segmented_scan(x, f)
+    dx = da.from_array(x, chunks=((2, 0, 4, 0, 2),))
+    for flags in (f, da.from_array(f, chunks=((2, 0, 4, 0, 2),)), da.from_array(f, chunks=3)):
+        for kw in ({}, {"exclusive": True}, {"dtype": np.int16}):
+            with pytest.raises(ValueError, match="flags"):
+                md.segmented_scan(dx, flags, **kw).compute()

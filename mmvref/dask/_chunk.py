@@ -13,8 +13,8 @@ import numpy as np
 from .._fast.segops import _overflow, _wrap
 from .._threading import guarded
 
-__all__ = ["first_last", "summary", "stats", "exact_sum", "combine", "identity", "open_overflows", "closing_value",
-           "rows_exact_sums", "rows_overflow"]
+__all__ = ["check_flags", "first_last", "summary", "stats", "exact_sum", "combine", "identity", "open_overflows",
+           "closing_value", "rows_exact_sums", "rows_overflow"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -79,14 +79,26 @@ def exact_sum(x, rdt):
     return (hi << 32) + lo
 
 
+def check_flags(f, name):
+    """ValueError naming ``name`` when a chunk of flags / mask (bool, int8 or uint8) holds a value other
+    than 0 or 1; one pass over its bytes."""
+    if f.dtype != np.bool_ and f.size and f.view(np.uint8).max() > 1:
+        bad = int(np.flatnonzero(f.view(np.uint8) > 1)[0])
+        raise ValueError(f"{name} must hold 0 or 1; a chunk's position {bad} holds {f[bad]}")
+
+
 @guarded
-def summary(x, f, first, rdt):
+def summary(x, f, first, rdt, check=False):
     """A chunk's (fs, ls, carry, open_sum, open_range): its first and last segment start (a chunk
     holding global position 0 starts there), the carry it hands on, (has_start, exact sum from its last
     start to its end, or of all of it), the exact sum before its first start (its part of a segment
     that began earlier) and that part's (min, max) for integers (None otherwise). One pass over x
-    when the chunk has no start; else over its head and tail only."""
+    when the chunk has no start; else over its head and tail only. ``check``: the flags' 0/1 values are
+    checked here (one pass over them), so a bad flag is reported before any chunk's result (an
+    overflow elsewhere included): every output task depends on all summaries."""
     n = x.shape[0]
+    if check and f is not None:
+        check_flags(np.asarray(f), "flags")
     fs, ls = (n, -1) if f is None else first_last(f)
     if first and n:
         fs, ls = 0, max(ls, 0)

@@ -5,6 +5,7 @@ import dask
 import numpy as np
 
 from .. import _fast
+from . import _chunk as C
 from . import _graph as G
 
 __all__ = ["compress"]
@@ -12,9 +13,7 @@ __all__ = ["compress"]
 
 def _count(m):
     m = np.asarray(m)
-    if m.dtype != np.bool_ and m.size and (int(m.min()) < 0 or int(m.max()) > 1):
-        bad = int(np.flatnonzero((m < 0) | (m > 1))[0])
-        raise ValueError(f"mask must hold 0 or 1; a chunk's position {bad} holds {m[bad]}")
+    C.check_flags(m, "mask")
     return np.array([np.count_nonzero(m)], np.int64)
 
 

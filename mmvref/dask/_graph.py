@@ -11,6 +11,8 @@ import numpy as np
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
+from .._fast._io import to_numpy
+from .._validate import as_flags
 from ..registry import REGISTRY
 
 __all__ = ["as_dask", "aligned", "check_known", "carry_tree", "new_array", "first_nonempty", "token", "FANIN",
@@ -74,19 +76,23 @@ def check_known(x, name, op):
 
 
 def aligned(f, x, name, op):
-    """1-D flags ``f`` (bool / int8 / uint8) as a dask array chunked like ``x``."""
+    """1-D flags ``f`` (bool / int8 / uint8) as a dask array chunked like ``x``. Anything but a dask array
+    passes the single-machine ops' boundary (``_validate.as_flags``: lists and tuples of 0/1 as uint8,
+    ``[]`` as no flags, torch CPU tensors, any byte order; the same errors), its 0/1 values are checked
+    by the ops' passes over the chunks as for a dask array."""
     if not isinstance(f, da.Array):
-        if type(f).__module__.split(".")[0] == "torch":
-            raise TypeError(f"{op}: {name} must be a dask array or a numpy array, got a torch tensor")
-        f = np.asarray(f)
+        f = as_flags(to_numpy(f, name), x.shape[0], name, check_values=False)
+        return da.from_array(f, chunks=x.chunks)
     if f.ndim != 1 or f.shape[0] != x.shape[0]:
         raise ValueError(f"{op}: {name} must be 1-D with len(x) = {x.shape[0]} entries, got shape {f.shape}")
     if f.dtype not in (np.bool_, np.int8, np.uint8):
         raise TypeError(f"{op}: {name} must be bool, int8 or uint8 holding 0/1, got {f.dtype}")
-    if not isinstance(f, da.Array):
-        return da.from_array(f, chunks=x.chunks)
     check_known(f, name, op)
-    return f if f.chunks == x.chunks else f.rechunk(x.chunks)
+    if f.chunks != x.chunks:
+        f = f.rechunk(x.chunks)
+        if f.chunks != x.chunks:  # dask keeps an empty array's chunks: the tasks would read missing keys
+            f = da.from_array(np.zeros(0, f.dtype), chunks=x.chunks)
+    return f
 
 
 def _fold(combine, values):

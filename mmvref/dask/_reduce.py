@@ -30,9 +30,7 @@ __all__ = ["segmented_sum", "segment_sum_csr"]
 def _count_starts(f, first):
     """Starts in a chunk that close a segment (global position 0 closes none); 0/1 checked."""
     f = np.asarray(f)
-    if f.dtype != np.bool_ and f.size and (int(f.min()) < 0 or int(f.max()) > 1):
-        bad = int(np.flatnonzero((f < 0) | (f > 1))[0])
-        raise ValueError(f"flags must hold 0 or 1; a chunk's position {bad} holds {f[bad]}")
+    C.check_flags(f, "flags")
     k = int(np.count_nonzero(f))
     if first and f.size and f[0]:
         k -= 1

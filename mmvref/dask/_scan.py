@@ -47,7 +47,7 @@ def _scan_chunk(x, f, summ, carry, exclusive, rdt, overflow, op):
 
 def _scan_graph(op, x, f, exclusive, dtype, overflow):
     x = G.as_dask(x, "x", op)
-    if f is not None:
+    if op == "segmented_scan":  # flags=None is refused as by the single-machine op, not a plain scan
         f = G.aligned(f, x, "flags", op)
     check_overflow(overflow)
     exclusive = check_bool(exclusive, "exclusive")
@@ -60,7 +60,7 @@ def _scan_graph(op, x, f, exclusive, dtype, overflow):
     fk = [None] * nb if f is None else [(f.name, i) for i in range(nb)]
     dsk = {}
     for i in range(nb):
-        dsk[(name + "-sum", i)] = (C.summary, xk[i], fk[i], i == first, rdt)
+        dsk[(name + "-sum", i)] = (C.summary, xk[i], fk[i], i == first, rdt, f is not None)
     tree, prefix = G.carry_tree(name + "-tree", [(operator.getitem, (name + "-sum", i), 2) for i in range(nb)], C.combine,
                                 C.identity(rdt))
     dsk.update(tree)

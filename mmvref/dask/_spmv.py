@@ -8,8 +8,9 @@ import numpy as np
 
 from .. import _fast
 from .._dtypes import result_dtype
-from .._fast._csr_input import csr_parts
-from .._validate import as_indptr, check_overflow
+from .._fast._csr_input import csr_parts, int_array
+from .._fast._io import to_numpy
+from .._validate import as_indptr, as_values, check_overflow
 from . import _graph as G
 
 __all__ = ["spmv"]
@@ -49,13 +50,17 @@ def spmv(A, x, *, row_chunks=None, overflow="raise"):
     ``overflow`` as ``mmvref.spmv``."""
     check_overflow(overflow)
     indptr, indices, data, (m, n) = csr_parts(A)
-    data = np.asarray(data)
-    ip = as_indptr(np.asarray(indptr), "indptr", nnz=data.shape[0])
+    # the single-machine boundary: torch tensors (dtypes numpy lacks, e.g. bfloat16, refused naming the
+    # argument), [] as no int64 indices, value dtypes checked
+    if not isinstance(x, da.Array):
+        x = da.from_array(as_values(to_numpy(x, "x"), "x"), chunks=-1)
+    data = as_values(to_numpy(data, "data"), "data")
+    ip = as_indptr(int_array(indptr, "indptr"), "indptr", nnz=data.shape[0])
     if ip.size != m + 1:
         raise ValueError(f"spmv: indptr has {ip.size} entries for {m} rows (expected {m + 1})")
-    indices = np.asarray(indices)
-    if not isinstance(x, da.Array):
-        x = da.from_array(np.asarray(x), chunks=-1)
+    indices = int_array(indices, "indices")
+    if indices.shape[0] != data.shape[0]:
+        raise ValueError(f"indices has length {indices.shape[0]} but data has length {data.shape[0]}")
     if x.ndim != 1 or x.shape[0] != n:
         raise ValueError(f"spmv: x must be 1-D of length {n} (A's columns), got shape {x.shape}")
     G.check_known(x, "x", "spmv")
