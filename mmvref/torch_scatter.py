@@ -46,13 +46,21 @@ The backward of ``scatter_mul`` handles zeros exactly (see ``mmvref._torch_ops``
 ``scatter_logsumexp`` keeps out's value where the result is not finite (an empty segment), as
 torch_scatter does after 2.1.2 (2.1.2 wrote 0 there); ``scatter_std``'s gradient is 0, not NaN, where a
 segment's values are all equal (as torch.std's). An index outside ``[0, dim_size)`` or one that does
-not broadcast to ``src`` raises ValueError naming it. The functions are plain Python, not TorchScript:
-``torch.jit.script`` cannot compile them (use torch.compile, which traces them, or call them from eager
-code).
+not broadcast to ``src`` raises ValueError naming it, as do a negative ``dim_size`` (a non-int one:
+TypeError), an ``indptr`` that is negative, decreasing or (segment_csr) past ``src.size(dim)``, an index
+of ``gather_coo`` outside ``[0, src.size(dim))`` and ids that imply more than 2**63 - 1 output elements;
+a floating point ``index``/``indptr`` raises TypeError naming it (torch_scatter requires integers) and
+a ``src`` of another dtype TypeError naming src. Overflow is decided on the exact result: only the
+elements inside ``indptr[0]:indptr[-1]`` take part in a ``segment_*_csr``; with ``out=`` the integer sum
+and product include out's values (out + the sum, out times the product); integer means are exact
+(int64 included; with ``out=`` an int64 out + sum that leaves int64 raises OverflowError). The
+functions are plain Python, not TorchScript: ``torch.jit.script`` cannot compile them (use
+torch.compile, which traces them, or call them from eager code).
 """
 from __future__ import annotations
 
 import math
+import operator
 from typing import Optional, Tuple
 
 import torch
@@ -102,6 +110,59 @@ def _check_out(out, shape, dtype, fn: str) -> None:
         raise ValueError(f"{fn}: out has shape {tuple(out.shape)}; expected {tuple(shape)}")
     if out.dtype != dtype:
         raise TypeError(f"{fn}: out has dtype {out.dtype}; expected src's dtype {dtype}")
+
+
+_VALUE_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32,
+                 torch.float64)
+_INT64_MAX = 2**63 - 1
+
+
+def _check_src(src, fn: str) -> None:
+    """src is a tensor of a value dtype the kernels take."""
+    _check_tensor(src, "src", fn)
+    if src.dtype not in _VALUE_DTYPES:
+        raise TypeError(f"{fn}: src has unsupported dtype {src.dtype}; supported: int8, int16, int32, int64, "
+                        f"float16, bfloat16, float32, float64")
+
+
+def _check_ids(t, name: str, fn: str) -> None:
+    """``index``/``indptr`` is a tensor of an integer dtype (a float one would be silently truncated)."""
+    _check_tensor(t, name, fn)
+    if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
+        raise TypeError(f"{fn}: {name} must have an integer dtype (as in torch_scatter); got {t.dtype}")
+
+
+def _check_dim_size(dim_size, fn: str):
+    """``dim_size``: None or a non-negative int (returned as an int)."""
+    if dim_size is None:
+        return None
+    if isinstance(dim_size, bool):
+        raise TypeError(f"{fn}: dim_size must be a non-negative int or None; got {dim_size!r}")
+    try:
+        n = operator.index(dim_size)
+    except TypeError:
+        raise TypeError(f"{fn}: dim_size must be a non-negative int or None; got {type(dim_size).__name__}") \
+            from None
+    if n < 0:
+        raise ValueError(f"{fn}: dim_size must be a non-negative int or None; got {n}")
+    return n
+
+
+def _size_from_index(idx: Tensor, fn: str) -> int:
+    """index.max() + 1 (0 for an empty index), the number of segments torch_scatter infers."""
+    if not idx.numel():
+        return 0
+    hi = int(idx.max())
+    if hi >= _INT64_MAX:
+        raise ValueError(f"{fn}: index holds {hi}, which implies a result of {hi + 1} entries along dim "
+                         f"(more than int64 can count); pass a smaller index or dim_size")
+    return hi + 1
+
+
+def _check_numel(shape, fn: str, name: str) -> None:
+    if math.prod(shape) > _INT64_MAX:
+        raise ValueError(f"{fn}: the result would have shape {tuple(shape)}, more than 2**63 - 1 elements "
+                         f"(from {name})")
 
 
 def _dim(dim: int, src: Tensor, fn: str) -> int:
@@ -160,10 +221,6 @@ def _line(idx: Tensor, d: int) -> Tensor:
     return idx[tuple(slice(None) if k == d else 0 for k in range(idx.dim()))]
 
 
-def _trunc_mean(s: Tensor, cnt: Tensor, dtype: torch.dtype) -> Tensor:
-    return torch.div(s, cnt, rounding_mode="trunc").to(dtype)
-
-
 def _empty_src_zeros(src: Tensor, d: int, shape) -> Tensor:
     """The (all-zero) result of ``shape`` for an empty ``src``, which has nothing to reduce or gather,
     computed from ``src`` itself (its sum along ``d``, broadcast along ``d``) so that it stays on src's
@@ -179,13 +236,14 @@ class _ByIndex:
     Dimensions along which the index varies (V) become batches: src is permuted to [V..., d, rest...]
     and flattened, and fibre v's ids are offset by v * N, which keeps a sorted index sorted."""
 
-    def __init__(self, src: Tensor, idx: Tensor, d: int, n: Optional[int]):
+    def __init__(self, src: Tensor, idx: Tensor, d: int, n: Optional[int], fn: str = "scatter"):
         self.d, self.r = d, src.dim()
         self.E = src.size(d)
         self.V = _varying(idx, [k for k in range(src.dim()) if k != d])
         if n is None:
             if self.V or not _compiling():
-                n = int(idx.max()) + 1 if idx.numel() else 0
+                n = _size_from_index(idx, fn)
+                _check_numel(_with_size(src.shape, d, n), fn, "index")
             else:
                 n = -1  # data-dependent (resolved by the op)
         self.N = n
@@ -203,12 +261,12 @@ class _ByIndex:
                 raise ValueError(f"index holds {lo if lo < 0 else hi}, outside [0, {n}) (dim_size)")
         self.g = (ip + torch.arange(self.P).view(self.P, 1) * n).reshape(-1)
 
-    def reduce(self, op: str, src: Tensor, reduce: str, dtype=None):
+    def reduce(self, op: str, src: Tensor, reduce: str, dtype=None, overflow: str = "raise"):
         if not self.V:
-            return _call(op, src, self.i1, self.d, self.N, reduce, dtype)
+            return _call(op, src, self.i1, self.d, self.N, reduce, dtype, overflow)
         sizes_w = [src.size(k) for k in self.W]
         xs = src.permute(self.perm).reshape([self.P * self.E] + sizes_w)
-        vals, arg = _call(op, xs, self.g, 0, self.P * self.N, reduce, dtype)
+        vals, arg = _call(op, xs, self.g, 0, self.P * self.N, reduce, dtype, overflow)
         shape_p = [src.size(k) for k in self.V] + [self.N] + sizes_w
         inv = _inverse(self.perm)
         vals = vals.reshape(shape_p).permute(inv).contiguous()
@@ -234,11 +292,36 @@ class _ByIndex:
         return c.reshape(shape_p).permute(_inverse(self.perm))
 
 
+def _trunc_mean_exact(m: Tensor, s_wrap: Tensor, cnt: Tensor, dtype: torch.dtype) -> Tensor:
+    """The mean truncated toward zero from the exact floor mean ``m`` (the kernels') and the sum modulo
+    2**64 ``s_wrap`` (int64, wrapped): r = s - m * cnt (0 <= r < cnt, exact modulo 2**64) is the
+    remainder, and trunc = floor + 1 where the sum is negative (m < 0) and r != 0. Exact for int64 too,
+    where the sum itself may leave int64 (the mean never does)."""
+    m = m.to(torch.int64)
+    r = s_wrap - m * cnt
+    return (m + ((r != 0) & (m < 0)).to(torch.int64)).to(dtype)
+
+
+def _add_exact_int64(s: Tensor, o: Tensor, fn: str) -> Tensor:
+    """s + o in int64, OverflowError where it leaves int64 (torch would wrap)."""
+    t = s + o
+    if bool((((s ^ t) & (o ^ t)) < 0).any()):
+        raise OverflowError(f"{fn}: out + the segment sum overflows int64")
+    return t
+
+
+def _check_sorted(idx: Tensor, d: int, fn: str) -> None:
+    E = idx.size(d)
+    if E > 1 and not _compiling() and bool((idx.narrow(d, 1, E - 1) < idx.narrow(d, 0, E - 1)).any()):
+        raise ValueError(f"{fn}: index must be sorted (non-decreasing) along dim {d} for segment_coo")
+
+
 def _scatter_like(kind: str, fn: str, src: Tensor, index: Tensor, dim: int, out, dim_size, reduce: str):
     """scatter (kind "scatter") or segment_coo (kind "segment_coo") with torch_scatter's semantics;
     returns the values (and arg for min/max)."""
-    _check_tensor(src, "src", fn)
-    _check_tensor(index, "index", fn)
+    _check_src(src, fn)
+    _check_ids(index, "index", fn)
+    dim_size = _check_dim_size(dim_size, fn)
     if kind == "scatter":
         d = _dim(dim, src, fn)
         idx = _broadcast(index, src, d, "index", fn)
@@ -255,34 +338,55 @@ def _scatter_like(kind: str, fn: str, src: Tensor, index: Tensor, dim: int, out,
         _check_out(out, _with_size(src.shape, d, n), src.dtype, fn)
     else:
         n = dim_size
+        if n is not None:
+            _check_numel(_with_size(src.shape, d, n), fn, "dim_size")
     E = src.size(d)
     if src.numel() == 0:
         if n is None:
-            n = int(idx.max()) + 1 if idx.numel() else 0
+            n = _size_from_index(idx, fn)
+            _check_numel(_with_size(src.shape, d, n), fn, "index")
         vals = _empty_src_zeros(src, d, _with_size(src.shape, d, n))
         arg = torch.full(vals.shape, E, dtype=torch.int64) if reduce in _MINMAX else None
         if out is not None:
             return (out, arg) if reduce in _MINMAX else out
         return (vals, arg) if reduce in _MINMAX else vals
 
-    plan = _ByIndex(src, idx, d, n)
     int_src = not (src.is_floating_point() or src.is_complex())
-    if reduce == "mean" and out is None and not (kind == "segment_coo" and int_src):
+    if out is not None and int_src and reduce in ("sum", "prod"):
+        # reduced INTO out: out's values are one more element of each segment (placed first), so that
+        # overflow is decided on the exact result, as without out=
+        if kind == "segment_coo":
+            _check_sorted(idx, d, fn)
+        view = [1] * src.dim()
+        view[d] = n
+        oi = torch.arange(n, dtype=torch.int64).view(view).expand(out.shape)
+        src2 = torch.cat([out, src], d)
+        idx2 = torch.cat([oi, idx.to(torch.int64)], d)
+        vals, _ = _ByIndex(src2, idx2, d, n, fn).reduce("scatter", src2, reduce)
+        return out.copy_(vals)
+
+    plan = _ByIndex(src, idx, d, n, fn)
+    if reduce == "mean" and out is None and not int_src:
         vals, _ = plan.reduce(kind, src, "mean")
         return vals
+    if reduce == "mean" and out is None:
+        m, _ = plan.reduce(kind, src, "mean")  # floor, exact
+        if kind == "scatter":
+            return m
+        s, _ = plan.reduce(kind, src, "sum", torch.int64, "wrap")
+        return _trunc_mean_exact(m, s, plan.counts(s.shape), src.dtype)
     if reduce == "mean":
         s, _ = plan.reduce(kind, src, "sum", torch.int64 if int_src else None)
         cnt = plan.counts(s.shape)
-        if out is not None:
-            s = s + out
         if not int_src:
-            res = s / cnt
-        elif kind == "scatter":
-            res = torch.div(s, cnt, rounding_mode="floor").to(src.dtype)
+            res = (s + out) / cnt
         else:
-            res = _trunc_mean(s, cnt, src.dtype)
-        if out is None:
-            return res
+            s = _add_exact_int64(s, out.to(torch.int64), fn)
+            res = torch.div(s, cnt, rounding_mode="floor" if kind == "scatter" else "trunc")
+            info = torch.iinfo(src.dtype)  # out is not counted: (out + sum) / count may leave src.dtype
+            if res.numel() and (int(res.min()) < info.min or int(res.max()) > info.max):
+                raise OverflowError(f"{fn}: a result ((out + sum) / count) overflows {src.dtype}")
+            res = res.to(src.dtype)
         return out.copy_(res)
     vals, arg = plan.reduce(kind, src, reduce)
     if out is None:
@@ -389,8 +493,8 @@ def segment_coo(src: Tensor, index: Tensor, out: Optional[Tensor] = None, dim_si
 
 def gather_coo(src: Tensor, index: Tensor, out: Optional[Tensor] = None) -> Tensor:
     """out[..., e, ...] = src[..., index[..., e], ...] along ``index.dim() - 1``."""
-    _check_tensor(src, "src", "gather_coo")
-    _check_tensor(index, "index", "gather_coo")
+    _check_src(src, "gather_coo")
+    _check_ids(index, "index", "gather_coo")
     if index.dim() < 1 or index.dim() > src.dim():
         raise ValueError(f"gather_coo: index must have 1 to src.dim() = {src.dim()} dimensions; got {index.dim()}")
     d = index.dim() - 1
@@ -398,7 +502,14 @@ def gather_coo(src: Tensor, index: Tensor, out: Optional[Tensor] = None) -> Tens
         if index.size(k) not in (1, src.size(k)):
             raise ValueError(f"gather_coo: index.size({k}) = {index.size(k)} != src.size({k}) = {src.size(k)}")
     idx = index.to(torch.int64)
-    if all(idx.size(k) == 1 for k in range(d)):
+    if idx.numel() and not _compiling() and math.prod(_with_size(src.shape, d, idx.size(d))):
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= src.size(d):
+            raise ValueError(f"gather_coo: index holds {lo if lo < 0 else hi}, outside [0, {src.size(d)}) "
+                             f"(src.size({d}))")
+    if not math.prod(_with_size(src.shape, d, idx.size(d))):  # nothing is gathered
+        res = _empty_src_zeros(src, d, _with_size(src.shape, d, idx.size(d)))
+    elif all(idx.size(k) == 1 for k in range(d)):
         res = src.index_select(d, idx.reshape(-1))
     else:
         idx = idx.expand(list(src.shape[:d]) + [index.size(d)])
@@ -421,8 +532,8 @@ class _ByPtr:
     segment before and after each batch's segments (dropped from the result)."""
 
     def __init__(self, src: Tensor, indptr: Tensor, fn: str):
-        _check_tensor(src, "src", fn)
-        _check_tensor(indptr, "indptr", fn)
+        _check_src(src, fn)
+        _check_ids(indptr, "indptr", fn)
         m = indptr.dim()
         if m < 1 or m > src.dim():
             raise ValueError(f"{fn}: indptr must have 1 to src.dim() = {src.dim()} dimensions; got {m}")
@@ -430,9 +541,10 @@ class _ByPtr:
         self.d, self.r, self.E = d, src.dim(), src.size(d)
         self.N = max(indptr.size(-1) - 1, 0)
         ip = indptr.expand(list(src.shape[:d]) + [indptr.size(-1)])
-        if ip.numel() == 0 and indptr.size(-1):
-            # a leading dimension of src is 0 (src is empty: nothing is reduced); one line of offsets
-            # keeps the plan's shape (N segments), zeros where indptr has none to give
+        if ip.numel() == 0:
+            # a leading dimension of src is 0 (src is empty: nothing is reduced), or indptr holds no
+            # offsets (no segment); one line of offsets keeps the plan's shape (N segments), zeros where
+            # indptr has none to give
             ip = indptr.new_zeros([1] * d + [indptr.size(-1)]) if indptr.numel() == 0 else \
                 indptr.reshape(-1, indptr.size(-1))[:1].reshape([1] * d + [-1])
         self.V = _varying(ip, range(d))
@@ -442,6 +554,11 @@ class _ByPtr:
         ipv = ip.permute(self.V + [d] + [k for k in range(d) if k not in self.V])
         ipv = ipv[tuple([slice(None)] * (len(self.V) + 1) + [0] * (d - len(self.V)))]
         self.ip = ipv.reshape(self.P, indptr.size(-1)).to(torch.int64)  # [P, N+1]
+        if self.ip.numel() and not _compiling():
+            if int(self.ip[:, 0].min()) < 0:
+                raise ValueError(f"{fn}: indptr must be non-negative; it holds {int(self.ip[:, 0].min())}")
+            if bool((self.ip[:, 1:] < self.ip[:, :-1]).any()):
+                raise ValueError(f"{fn}: indptr must be non-decreasing along its last dimension")
         self.direct = False
         if not self.V and not _compiling() and indptr.size(-1):
             p = self.ip[0]
@@ -453,19 +570,35 @@ class _ByPtr:
         z = torch.zeros(1, dtype=torch.int64)
         return torch.cat([z, (self.ip + off).reshape(-1), (torch.ones(1, dtype=torch.int64) * self.P) * length])
 
-    def reduce(self, src: Tensor, reduce: str, dtype=None):
+    def _covered(self, x: Tensor, reduce: str, stretches: int) -> Tensor:
+        """``x`` (``stretches`` stretches of E along dim d) with the elements outside
+        ``indptr[0]:indptr[-1]`` of each stretch replaced by the reduction's neutral value, so that
+        the gap segments cannot overflow (integers only: only the covered elements take part)."""
+        if x.is_floating_point() or reduce not in ("sum", "mean", "prod"):
+            return x
+        e = torch.arange(self.E, dtype=torch.int64).view(1, self.E)
+        if self.ip.size(1):
+            keep = ((e >= self.ip[:, :1]) & (e < self.ip[:, -1:])).reshape(-1)  # [stretches * E]
+        else:  # no offsets: nothing is covered
+            keep = torch.zeros(stretches * self.E, dtype=torch.bool)
+        view = [1] * x.dim()
+        view[self.d if stretches == 1 and not self.V else 0] = keep.numel()
+        return torch.where(keep.view(view), x, torch.ones_like(x) if reduce == "prod" else torch.zeros_like(x))
+
+    def reduce(self, src: Tensor, reduce: str, dtype=None, overflow: str = "raise"):
         d, N = self.d, self.N
         if self.direct:
-            return _call("segment_csr", src, self.ip[0], d, reduce, dtype)
+            return _call("segment_csr", src, self.ip[0], d, reduce, dtype, overflow)
         if not self.V:
-            vals, arg = _call("segment_csr", src, self._gap_ptr(self.E), d, reduce, dtype)
+            src = self._covered(src, reduce, 1)
+            vals, arg = _call("segment_csr", src, self._gap_ptr(self.E), d, reduce, dtype, overflow)
             vals = vals.narrow(d, 1, N).contiguous()
             if reduce in _MINMAX:
                 arg = arg.narrow(d, 1, N).contiguous()
             return vals, arg
         sizes_w = [src.size(k) for k in self.W]
-        xs = src.permute(self.perm).reshape([self.P * self.E] + sizes_w)
-        vals, arg = _call("segment_csr", xs, self._gap_ptr(self.E), 0, reduce, dtype)
+        xs = self._covered(src.permute(self.perm).reshape([self.P * self.E] + sizes_w), reduce, self.P)
+        vals, arg = _call("segment_csr", xs, self._gap_ptr(self.E), 0, reduce, dtype, overflow)
         shape_p = [src.size(k) for k in self.V] + [N] + sizes_w
         inv = _inverse(self.perm)
         vals = vals[1:].reshape([self.P, N + 1] + sizes_w)[:, :N].reshape(shape_p).permute(inv).contiguous()
@@ -490,14 +623,17 @@ class _ByPtr:
 def _segment_csr(fn: str, src: Tensor, indptr: Tensor, out, reduce: str):
     plan = _ByPtr(src, indptr, fn)
     shape = _with_size(src.shape, plan.d, plan.N)
+    if plan.ip.numel() and not _compiling() and int(plan.ip[:, -1].max()) > plan.E:
+        raise ValueError(f"{fn}: indptr holds {int(plan.ip[:, -1].max())}, past src.size({plan.d}) = {plan.E}")
     if out is not None:
         _check_out(out, shape, src.dtype, fn)
     if src.numel() == 0:
         vals = _empty_src_zeros(src, plan.d, shape)
         arg = torch.full(shape, plan.E, dtype=torch.int64) if reduce in _MINMAX else None
     elif reduce == "mean" and not (src.is_floating_point() or src.is_complex()):
-        s, _ = plan.reduce(src, "sum", torch.int64)
-        vals, arg = _trunc_mean(s, plan.counts_like(s.shape), src.dtype), None
+        m, _ = plan.reduce(src, "mean")  # floor, exact
+        s, _ = plan.reduce(src, "sum", torch.int64, "wrap")
+        vals, arg = _trunc_mean_exact(m, s, plan.counts_like(s.shape), src.dtype), None
     else:
         vals, arg = plan.reduce(src, reduce)
     if out is not None:
@@ -576,7 +712,7 @@ def gather_csr(src: Tensor, indptr: Tensor, out: Optional[Tensor] = None) -> Ten
 
 def _composite_args(fn: str, src: Tensor, index: Tensor, dim: int, dim_size, float_only: bool):
     """Checked arguments of a composite: (d, index broadcast to src as int64, number of segments)."""
-    _check_tensor(src, "src", fn)
+    _check_src(src, fn)
     _check_tensor(index, "index", fn)
     if float_only and not torch.is_floating_point(src):
         raise ValueError(f"{fn}: src must have a floating point dtype (as in torch_scatter); got {src.dtype}")
@@ -585,7 +721,8 @@ def _composite_args(fn: str, src: Tensor, index: Tensor, dim: int, dim_size, flo
     d = _dim(dim, src, fn)
     idx = _broadcast(index, src, d, "index", fn).to(torch.int64)
     if dim_size is None:
-        dim_size = int(idx.max()) + 1 if idx.numel() else 0
+        dim_size = _size_from_index(idx, fn)
+    _check_numel(_with_size(src.shape, d, dim_size), fn, "dim_size")
     return d, idx, dim_size
 
 
@@ -612,6 +749,7 @@ def scatter_softmax(src: Tensor, index: Tensor, dim: int = -1, dim_size: Optiona
     exp(src - m) / (sum of exp(src - m) over the group), m the group's maximum. Floating point src only
     (ValueError otherwise); the result has src's shape and dtype. One max pass and one sum pass."""
     fn = "scatter_softmax"
+    dim_size = _check_dim_size(dim_size, fn)
     d, idx, n = _composite_args(fn, src, index, dim, dim_size, True)
     e = (src - _segment_max(fn, src, idx, d, n).gather(d, idx)).exp()
     return e / _scatter_like("scatter", fn, e, idx, d, None, n, "sum").gather(d, idx)
@@ -623,6 +761,7 @@ def scatter_log_softmax(src: Tensor, index: Tensor, dim: int = -1, eps: float = 
     (src - m) - log(eps + sum of exp(src - m) over the group), m the group's maximum. Floating point src
     only. One max pass and one sum pass."""
     fn = "scatter_log_softmax"
+    dim_size = _check_dim_size(dim_size, fn)
     d, idx, n = _composite_args(fn, src, index, dim, dim_size, True)
     shifted = src - _segment_max(fn, src, idx, d, n).gather(d, idx)
     total = _scatter_like("scatter", fn, shifted.exp(), idx, d, None, n, "sum")
@@ -643,6 +782,7 @@ def scatter_logsumexp(src: Tensor, index: Tensor, dim: int = -1, out: Optional[T
     torch_scatter's behaviour since 2.1.2 fixed its ``out=`` path (2.1.2 itself wrote 0 there)."""
     fn = "scatter_logsumexp"
     _check_tensor(src, "src", fn)
+    dim_size = _check_dim_size(dim_size, fn)
     if out is not None:
         dim_size = _out_size(out, src, _dim(dim, src, fn), fn)
     d, idx, n = _composite_args(fn, src, index, dim, dim_size, True)
@@ -672,6 +812,7 @@ def scatter_std(src: Tensor, index: Tensor, dim: int = -1, out: Optional[Tensor]
     torch_scatter does: out then holds out + that sum) and the result is a new tensor."""
     fn = "scatter_std"
     _check_tensor(src, "src", fn)
+    dim_size = _check_dim_size(dim_size, fn)
     _check_tensor(index, "index", fn)
     d = _dim(dim, src, fn)
     if out is not None:

@@ -829,3 +829,167 @@ def test_compile_graphsage_fullgraph(aggregate):
     ref = torch.zeros(12, 5).index_add(0, dst, x[src])
     cnt = torch.bincount(dst, minlength=12).clamp(min=1).unsqueeze(1)
     torch.testing.assert_close(aggregate(x, src, dst, indptr, 12), ref / cnt)
+
+
+# ----------------------------------------------------------------------------- API fuzzer defects
+
+def _loop_segments(vals, ptr):
+    """Python ints of each segment ptr[k]:ptr[k+1] of the list ``vals`` (elements outside are ignored)."""
+    return [vals[ptr[k]:ptr[k + 1]] for k in range(len(ptr) - 1)]
+
+
+def _trunc_div(s, n):
+    return (abs(s) // n) * (1 if s >= 0 else -1)
+
+
+_DIM_SIZE_FNS = [
+    (ts.scatter, {}), (ts.scatter_sum, {}), (ts.scatter_add, {}), (ts.scatter_mul, {}), (ts.scatter_mean, {}),
+    (ts.scatter_min, {}), (ts.scatter_max, {}), (ts.segment_coo, {}), (ts.segment_sum_coo, {}),
+    (ts.segment_add_coo, {}), (ts.segment_mean_coo, {}), (ts.segment_min_coo, {}), (ts.segment_max_coo, {}),
+    (ts.scatter_softmax, {}), (ts.scatter_log_softmax, {}), (ts.scatter_logsumexp, {}), (ts.scatter_std, {}),
+]
+
+
+@pytest.mark.parametrize("fn", [f for f, _ in _DIM_SIZE_FNS], ids=lambda f: f.__name__)
+def test_negative_dim_size_raises(fn):
+    """Item 3: a negative dim_size is refused (ValueError naming dim_size), never inferred."""
+    with pytest.raises(ValueError, match="dim_size"):
+        fn(torch.ones(3), torch.tensor([0, 1, 1]), dim_size=-1)
+    with pytest.raises(TypeError, match="dim_size"):
+        fn(torch.ones(3), torch.tensor([0, 1, 1]), dim_size=2.0)
+
+
+def test_segment_csr_uncovered_elements_take_no_part():
+    """Item 4: only indptr[0]:indptr[-1] is reduced (and decides overflow)."""
+    i8 = torch.int8
+    assert ts.segment_csr(torch.tensor([100, 100, 1], dtype=i8), torch.tensor([2, 3])).tolist() == [1]
+    r = ts.segment_sum_csr(torch.tensor([-91, -18, -42], dtype=i8), torch.tensor([0]))
+    assert r.dtype == i8 and r.shape == (0,)
+    assert ts.segment_sum_csr(torch.tensor([100, 100], dtype=i8), torch.tensor([], dtype=torch.long)).shape == (0,)
+    # batched offsets, every reduction: compare with a plain loop over the covered elements
+    src = torch.tensor([[100, 100, 3, 4, 100], [5, 6, 100, 100, 100]], dtype=i8)
+    ptrs = [[2, 3, 4], [0, 1, 2]]
+    for reduce in ("sum", "mean", "mul", "min", "max"):
+        res = ts.segment_csr(src, torch.tensor(ptrs), reduce=reduce)
+        exp = []
+        for row, ptr in zip(src.tolist(), ptrs):
+            segs = _loop_segments(row, ptr)
+            f = {"sum": sum, "mul": math.prod, "min": min, "max": max,
+                 "mean": lambda s: _trunc_div(sum(s), len(s))}[reduce]
+            exp.append([f(s) for s in segs])
+        assert res.tolist() == exp, reduce
+    with pytest.raises(OverflowError):  # a covered overflow still raises
+        ts.segment_csr(torch.tensor([1, 100, 100], dtype=i8), torch.tensor([1, 3]))
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: ts.segment_csr(torch.tensor([1., 2, 3, 4]), torch.tensor([0., 2.5, 4.])), "indptr"),
+    (lambda: ts.segment_mean_csr(torch.tensor([1., 2, 3, 4]), torch.tensor([0., 2.5, 4.])), "indptr"),
+    (lambda: ts.gather_csr(torch.tensor([1., 2]), torch.tensor([0., 2.5, 4.])), "indptr"),
+    (lambda: ts.gather_coo(torch.tensor([1., 2, 3]), torch.tensor([0.7, 2.2])), "index"),
+    (lambda: ts.scatter_sum(torch.tensor([1., 2, 3]), torch.tensor([0.7, 2.2, 1.])), "index"),
+    (lambda: ts.segment_sum_coo(torch.tensor([1., 2, 3]), torch.tensor([0., 1., 1.])), "index"),
+    (lambda: ts.scatter_softmax(torch.tensor([1., 2, 3]), torch.tensor([0., 1., 1.])), "index"),
+], ids=["segment_csr", "segment_mean_csr", "gather_csr", "gather_coo", "scatter_sum", "segment_sum_coo",
+        "scatter_softmax"])
+def test_float_index_or_indptr_raises_type_error(call, name):
+    """Item 5: a float index/indptr is refused (TypeError naming it), never truncated."""
+    with pytest.raises(TypeError, match=name):
+        call()
+
+
+def test_gather_coo_index_out_of_range_raises_value_error():
+    """Item 6."""
+    with pytest.raises(ValueError, match="index"):
+        ts.gather_coo(torch.tensor([1., 2, 3]), torch.tensor([0, 7]))
+    with pytest.raises(ValueError, match="index"):
+        ts.gather_coo(torch.tensor([1., 2, 3]), torch.tensor([-1, 0]))
+    with pytest.raises(ValueError, match="index"):
+        ts.gather_coo(torch.tensor([], dtype=torch.int16), torch.tensor([0]))
+    assert ts.gather_coo(torch.tensor([1., 2, 3]), torch.tensor([0, 2, 2])).tolist() == [1., 3., 3.]
+
+
+@pytest.mark.parametrize("fn, reduce", [(ts.scatter_sum, "sum"), (ts.scatter_mul, "mul"),
+                                        (ts.segment_sum_coo, "sum"), (ts.segment_coo, "mul")],
+                         ids=["scatter_sum", "scatter_mul", "segment_sum_coo", "segment_coo_mul"])
+def test_out_integer_overflow_decided_on_exact_result(fn, reduce):
+    """Item 7: with out= (reduced INTO out) overflow raises, decided on out combined with the reduction."""
+    i8 = torch.int8
+    kw = {"reduce": reduce} if fn is ts.segment_coo else {}
+    with pytest.raises(OverflowError):
+        fn(torch.tensor([100, 100], dtype=i8), torch.tensor([0, 1]), out=torch.tensor([100, 100], dtype=i8), **kw)
+    # exact: the reduction alone would overflow, the combination fits (or is 0)
+    src, index = [100, 100, 3, -2, 5], [0, 0, 1, 1, 2]
+    out0 = [-100, 0, 7] if reduce == "sum" else [0, 4, -3]
+    out = torch.tensor(out0, dtype=i8)
+    res = fn(torch.tensor(src, dtype=i8), torch.tensor(index), out=out, **kw)
+    exp = list(out0)
+    for v, i in zip(src, index):
+        exp[i] = exp[i] + v if reduce == "sum" else exp[i] * v
+    assert res is out and res.tolist() == exp
+
+
+@pytest.mark.parametrize("fn", [ts.segment_mean_coo, ts.segment_mean_csr, ts.scatter_mean])
+def test_int64_mean_is_exact(fn):
+    """Item 8: an integer mean always fits; computed exactly (segment_*: truncated toward zero)."""
+    big, small = 2**63 - 1, -2**63
+    src = [big, big, small, small + 1, -7, 2, 5]
+    segs = [[0, 2], [2, 4], [4, 6], [6, 7]]
+    if fn is ts.segment_mean_csr:
+        res = fn(torch.tensor(src), torch.tensor([0, 2, 4, 6, 7]))
+    else:
+        res = fn(torch.tensor(src), torch.tensor([0, 0, 1, 1, 2, 2, 3]))
+    exp = []
+    for a, b in segs:
+        s, n = sum(src[a:b]), b - a
+        exp.append(s // n if fn is ts.scatter_mean else _trunc_div(s, n))
+    assert res.tolist() == exp
+
+
+def test_messages_name_the_argument():
+    """Item 9: an unsupported src dtype names src; an indptr with no offsets gives a clear (empty) result."""
+    for call in (lambda: ts.scatter_sum(torch.ones(2, dtype=torch.complex64), torch.tensor([0, 1])),
+                 lambda: ts.segment_csr(torch.ones(2, dtype=torch.complex64), torch.tensor([0, 2])),
+                 lambda: ts.gather_csr(torch.ones(1, dtype=torch.complex64), torch.tensor([0, 2])),
+                 lambda: ts.scatter_softmax(torch.ones(2, dtype=torch.complex64), torch.tensor([0, 1]))):
+        with pytest.raises((TypeError, ValueError), match="src"):
+            call()
+    r = ts.gather_csr(torch.zeros(0, 5, 0), torch.zeros(0, 1, 0, dtype=torch.long))
+    assert r.shape == (0, 5, 0)
+    r = ts.segment_csr(torch.zeros(0, 5, 0), torch.zeros(0, 1, 0, dtype=torch.long))
+    assert r.shape == (0, 5, 0)
+
+
+def test_gather_csr_negative_indptr_raises():
+    """Item 10."""
+    with pytest.raises(ValueError, match="indptr"):
+        ts.gather_csr(torch.tensor([], dtype=torch.float64), torch.tensor([-1]))
+    with pytest.raises(ValueError, match="indptr"):
+        ts.gather_csr(torch.tensor([1.0]), torch.tensor([-1, 2]))
+    with pytest.raises(ValueError, match="indptr"):
+        ts.segment_csr(torch.tensor([], dtype=torch.float64), torch.tensor([0, 2]))
+
+
+@pytest.mark.parametrize("fn", [ts.scatter_sum, ts.scatter_max, ts.segment_sum_coo, ts.scatter_softmax,
+                                ts.scatter_std, ts.scatter_logsumexp])
+def test_huge_index_raises_value_error(fn):
+    """An index of 2**63 - 1 implies 2**63 output entries: ValueError naming index (torch_scatter would
+    fail allocating it)."""
+    with pytest.raises(ValueError, match="index"):
+        fn(torch.ones(2), torch.tensor([0, 2**63 - 1]))
+
+
+@pytest.mark.parametrize("fn", [ts.scatter_mean, ts.segment_mean_coo])
+def test_integer_mean_with_out_overflow_raises(fn):
+    """out is not counted, so (out + sum) / count can leave src.dtype: OverflowError, never wrapped."""
+    i8 = torch.int8
+    with pytest.raises(OverflowError):
+        fn(torch.tensor([64, 127, 127], dtype=i8), torch.tensor([0, 0, 0]), out=torch.tensor([77], dtype=i8))
+    src, index, out0 = [100, 100, -7, 2], [0, 0, 1, 1], [-50, 3]
+    res = fn(torch.tensor(src, dtype=i8), torch.tensor(index), out=torch.tensor(out0, dtype=i8))
+    exp = []
+    for k in range(2):
+        s = out0[k] + sum(v for v, i in zip(src, index) if i == k)
+        n = sum(1 for i in index if i == k)
+        exp.append(s // n if fn is ts.scatter_mean else _trunc_div(s, n))
+    assert res.tolist() == exp
