@@ -84,6 +84,7 @@ from ._dtypes import VALUE_DTYPES, result_dtype
 from ._fast import _segreduce_kernels as R
 from ._fast._io import needs_torch_op, to_numpy
 from ._fast.segreduce import _index as _plain_index
+from ._fast.segreduce import check_size
 from ._validate import _asarray, as_flags, as_indptr, check_bool
 
 __all__ = [
@@ -705,6 +706,7 @@ def segment_csr(src, indptr, axis=0, reduce="sum", return_arg=False, dtype=None,
 
 def segment_sum_csr(x, indptr, axis=0, dtype=None, out=None, overflow="raise"):
     """Routed ``mmvref.segment_sum_csr``: ``segment_csr`` with reduce="sum"."""
+    _values_arg(x, "x")  # the values are named x here
     return segment_csr(x, indptr, axis, "sum", False, dtype, out, overflow)
 
 
@@ -742,6 +744,13 @@ def gather_csr(src, indptr, axis=0, out=None):
     """Routed ``mmvref.gather_csr``: out[indptr[n]:indptr[n+1]] = src[n] along ``axis`` (dtype kept)."""
     src, indptr = _values_arg(src, "src"), _index_arg(indptr, "indptr", "indptr")
     _check_out_grad(out, "gather_csr", src)
+    if type(indptr) is Tensor and not torch.compiler.is_compiling():
+        # the plain path's checks of the offsets and of the output's size, before the op (whose fake
+        # implementation would allocate indptr[-1] positions)
+        ip = as_indptr(to_numpy(indptr, "indptr"), "indptr")
+        shape = list(src.shape)
+        shape[_dim(_axis(axis, "gather_csr"), src.dim())] = int(ip[-1])
+        check_size(shape, src.element_size(), f"indptr (indptr[-1] = {int(ip[-1])} sets the output length)")
     size = None
     if type(indptr) is Tensor and indptr.dim() == 1 and indptr.numel() and not torch.compiler.is_compiling():
         size = int(indptr[-1])  # a real tensor: the output length is known here, not data-dependent

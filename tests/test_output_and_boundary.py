@@ -336,3 +336,15 @@ def test_torch_route_takes_and_refuses_what_the_plain_path_does():
     assert plain.dtype == routed.dtype == torch.float64
     assert plain.tolist() == routed.tolist() == [1.0, 14.0]
     assert mmvref.scan(np.arange(4, dtype=np.int32), dtype=torch.int16).tolist() == [0, 1, 3, 6]
+
+
+def test_torch_route_checks_offsets_and_sizes_as_the_plain_path():
+    torch = pytest.importorskip("torch")
+    for src in (torch.zeros([4, 0, 1], dtype=torch.bfloat16), np.zeros([4, 0, 1]),
+                torch.zeros([4, 0, 1], requires_grad=True)):
+        with pytest.raises(ValueError, match=r"^indptr\b.*more than an array can address"):
+            mmvref.gather_csr(src, np.array([0, 2**62]), axis=-1)
+    with pytest.raises(ValueError, match="indptr must be non-decreasing"):
+        mmvref.gather_csr(torch.tensor([1.0], requires_grad=True), np.array([0, 2**64 - 1], np.uint64))
+    with pytest.raises(ValueError, match="x must be at least 1-D"):
+        mmvref.segment_sum_csr(torch.tensor(2.0, dtype=torch.bfloat16), [0, 0])

@@ -743,8 +743,7 @@ def segment_sum_csr(x, indptr, *, axis=0, dtype=None, overflow="raise", out=None
     if needs_torch_op(x):
         from .. import _torch_ops
 
-        return _torch_ops.segment_csr(x, indptr, axis=axis, reduce="sum", return_arg=False, dtype=dtype,
-                                      overflow=overflow, out=out)
+        return _torch_ops.segment_sum_csr(x, indptr, axis=axis, dtype=dtype, overflow=overflow, out=out)
     src = x
     x = SR.values_nd(x, "x")
     axis = SR.norm_axis(axis, x.ndim)

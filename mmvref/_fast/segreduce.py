@@ -160,11 +160,11 @@ def check_size(shape, itemsize, what):
     count reaches 2**63: numpy would say only "array is too big" or fail converting the size);
     a size that can be addressed but not allocated gets numpy's MemoryError, which states it."""
     n = 1
-    for d in shape:
-        n *= int(d)
+    for d in shape:  # numpy refuses the product of the non-zero dimensions, even beside a 0
+        n *= int(d) or 1
     if n * itemsize >= 2**63:
-        raise ValueError(f"{what}: the result would have shape {tuple(int(d) for d in shape)} ({n} elements), "
-                         "more than an array can address")
+        raise ValueError(f"{what}: a result of shape {tuple(int(d) for d in shape)} is more than an array can "
+                         "address")
 
 
 def check_out(out, shape, dtype, name="out"):
