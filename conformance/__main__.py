@@ -18,6 +18,25 @@ do not (or a fault went undetected); 2 usage or configuration error (an unknown
 backend, op or fault, a file that is not a case file), one line on stderr;
 3 the backend is unavailable on this machine (e.g. no NPU); 4 the backend
 crashed or timed out (on some op, or while starting), whatever the other ops did.
+
+Starting the backend (``conformance.backends``: resolving its name, calling its
+class or factory, then asking it once for its ops, ``dtypes``, ``variants``,
+``error_model``, ``regimes()``, ``overflow``, ``topk_ties``, ``s`` and
+``version``) ends the run when it fails, with one line on stderr naming the
+backend and the method, and, with ``--report DIR``, a report whose one row
+("startup") says so:
+
+- 4 (row status "crash"): an exception raised by the backend's own code, e.g.
+  its constructor or ``regimes()`` failing to query the device. The suite called
+  into the backend and the backend broke, as when an op crashes.
+- 2 (row status "fail"): the backend answered, but with something the suite
+  cannot use (regimes it does not know, an error model or overflow contract that
+  does not exist, dtypes that are not dtypes): a configuration error, like a
+  name that resolves to nothing (unknown backend, module or attribute; no report
+  then: there is no backend to report on).
+- 3: ``npu.NpuUnavailableError`` (no device here), not a failure of the backend.
+A describing method that raises later, on one op, ends that op as CRASH (or FAIL
+for an unusable answer) and the run goes on.
 """
 from __future__ import annotations
 
@@ -66,11 +85,13 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_CRASH = 0, 1, 2, 3, 4
 
 
 class _Exit(Exception):
-    """A configuration problem: the message (one line) and the exit status."""
+    """A configuration problem: the message (one line) and the exit status; ``failure``: the
+    backend's failure while starting (``backends.BackendFailure``), for the report."""
 
-    def __init__(self, code, msg):
+    def __init__(self, code, msg, failure=None):
         super().__init__(msg)
         self.code = code
+        self.failure = failure
 
 
 def _resolve(name, s):
@@ -84,18 +105,28 @@ def _resolve(name, s):
 
 
 def resolve_or_exit(name, s, call_timeout=None):
-    """The backend (in a worker process when ``call_timeout`` is given: ``IsolatedBackend``),
-    or _Exit with status 3 (unavailable here), 2 (a name that resolves to nothing: unknown
-    backend or fault, a module or attribute that does not exist) or 4 (the worker crashed or
-    hung while resolving it)."""
+    """The backend, started and described (in a worker process when ``call_timeout`` is given:
+    ``IsolatedBackend``), or _Exit with status 3 (unavailable here), 2 (a name that resolves to
+    nothing: unknown backend or fault, a module or attribute that does not exist; or the backend
+    declared something unusable) or 4 (a method of the backend raised while starting or
+    describing it, or the worker crashed or hung): see the module docstring."""
     try:
-        return IsolatedBackend(name, s, call_timeout=call_timeout) if call_timeout else _resolve(name, s)
+        if call_timeout:
+            return IsolatedBackend(name, s, call_timeout=call_timeout)  # its worker describes the backend
+        backend = _resolve(name, s)
+        backends.describe(backend, name, s=s)
+        return backend
     except npu.NpuUnavailableError as exc:
         raise _Exit(EXIT_UNAVAILABLE, f"backend {name} is unavailable here: {exc}") from None
+    except backends.BackendFailure as exc:
+        if exc.kind == "config":
+            raise _Exit(EXIT_USAGE, f"{exc.line()} (while starting the backend)", failure=exc) from None
+        raise _Exit(EXIT_CRASH, f"{exc.line()} (while starting the backend)", failure=exc) from None
     except (ValueError, ImportError, AttributeError) as exc:
-        raise _Exit(EXIT_USAGE, f"--backend {name}: {type(exc).__name__}: {exc}") from None
+        raise _Exit(EXIT_USAGE, f"--backend {name}: {type(exc).__name__}: {' '.join(str(exc).split())}") from None
     except (BackendCrash, BackendTimeout) as exc:
-        raise _Exit(EXIT_CRASH, f"backend {name}: {exc}") from None
+        raise _Exit(EXIT_CRASH, f"backend {name}: {exc}",
+                    failure=backends.BackendFailure(name, "its worker process", exc)) from None
 
 
 def _stage_report(backend, name, stage, s, examples, seed):
@@ -280,6 +311,8 @@ def mutation_score(base, ops, *, s, max_examples, seed, derandomize, log=print):
             activated += faulty.activated
             caught = [r for r in reps if r.status == "fail"]
             if caught:
+                if "failed_stratum" in caught[0].extra:
+                    how = f"stratum {caught[0].extra['failed_stratum']['stratum']}"
                 break
             how = "explicit example"
         if not caught and (all(r.status == "skipped" or r.examples == 0 for r in reps) or not activated):
@@ -316,7 +349,8 @@ def _main(argv):
     p.add_argument("--profile", choices=sorted(runner.PROFILES), default="default",
                    help="example budget and input tier: default (100 per op, inputs at the backend's kernel "
                         "seams up to 2^22 elements), ci (40, derandomized) or release (200, 30%% of the inputs "
-                        "of 1e6-1e7 elements)")
+                        "of 1e6-1e7 elements); each then checks the release-gate strata (conformance.strata: "
+                        "rows of every 2^k +- 1 non-zeros, every dtype and feature width at kernel scale)")
     p.add_argument("--max-examples", type=int, default=None, help="examples per op (overrides the profile)")
     p.add_argument("--seed", type=int, default=None, help="Hypothesis seed (reproducible runs)")
     p.add_argument("--s", type=int, default=None, help="tile size s for the golden model and the strategies "
@@ -422,13 +456,24 @@ def _main(argv):
     print(f"conformance: backend={a.backend} profile={a.profile} examples={examples} seed={a.seed} "
           f"policy={a.policy}")
     t0 = time.perf_counter()
-    backend_obj = resolve_or_exit(a.backend, a.s, call_timeout)
+    try:
+        backend_obj = resolve_or_exit(a.backend, a.s, call_timeout)
+    except _Exit as exc:
+        if a.report and exc.failure is not None:  # the report says why nothing ran
+            row = runner.OpReport("startup", a.backend, "crash" if exc.failure.kind == "crash" else "fail",
+                                  failures=1, message=str(exc), command=report.command_line(argv),
+                                  extra={"method": exc.failure.method, "error_type": exc.failure.error_type})
+            d = report.write_all(a.report, [row], backend=a.backend, profile=a.profile, seed=a.seed, s=a.s,
+                                 policy=a.policy, seconds=time.perf_counter() - t0, versions=report.versions(),
+                                 command=report.command_line(argv), complete=True)
+            print(f"reports: {d}/report.xml, report.json, report.md")
+        raise
+    versions = report.versions(backend_obj)  # asked once (its version() was asked while describing it)
 
     def write_reports(reps, complete):
         return report.write_all(a.report, reps, backend=a.backend, profile=a.profile, seed=a.seed, s=a.s,
-                                policy=a.policy, seconds=time.perf_counter() - t0,
-                                versions=report.versions(backend_obj), command=report.command_line(argv),
-                                complete=complete)
+                                policy=a.policy, seconds=time.perf_counter() - t0, versions=versions,
+                                command=report.command_line(argv), complete=complete)
 
     on_report = (lambda r: write_reports(r, False)) if a.report else None
     common = dict(s=a.s, max_examples=examples, derandomize=prof["derandomize"], policy=a.policy, db=a.db,

@@ -4,7 +4,11 @@
 the fault touches return what a kernel with that bug would. On the command
 line: ``--backend faulty:FAULT:BASE`` (BASE a backend name or
 ``package.module:attribute``). Every fault must be detected by the default
-profile; ``python -m conformance --mutation-score`` runs them all.
+profile; ``python -m conformance --mutation-score`` runs them all. The last
+five sit at thresholds no backend declares (a row of 1024 or 2049 non-zeros,
+int8 inputs above 2^16, a long segment at 33 features, more than 65536 scatter
+positions): the generated passes reach them by chance only, the strata
+(``conformance.strata``) in every run.
 """
 from __future__ import annotations
 
@@ -294,6 +298,65 @@ def _batched_restarts(base, op, args, kw, s):
     return np.concatenate(parts, axis=1)
 
 
+# ----------------------------------------------------------------------------- release-gate strata
+# Faults at thresholds no backend declares and a generated pass reaches only by chance: only the
+# deterministic strata (conformance.strata) catch them in every run.
+
+_POW2_ROW = 1 << 10  # 1024: a power of two between mmvref's declared buckets (48 and 8192)
+_POW2P1_ROW = (1 << 11) + 1  # 2049
+_WIDE_INT8 = 1 << 16
+
+
+def _rows_of_1024_zero(base, op, args, kw, s):
+    y = _np(base.spmv(*args, **kw)).copy()
+    ptr = np.asarray(args[0][0], np.int64)
+    y[np.flatnonzero(np.diff(ptr) == _POW2_ROW)] = 0  # an undeclared 1024-entry kernel never writes its rows
+    return y
+
+
+def _rows_of_2049_lose_last(base, op, args, kw, s):
+    (ptr, ind, data, shape), x = args
+    ptr = np.asarray(ptr, np.int64)
+    rows = np.flatnonzero(np.diff(ptr) == _POW2P1_ROW)
+    if not rows.size:
+        return base.spmv(*args, **kw)
+    data = np.asarray(data).copy()
+    data[ptr[rows + 1] - 1] = 0  # a 2048-wide kernel drops the row's one remaining non-zero
+    return base.spmv((ptr, ind, data, shape), x, **kw)
+
+
+def _int8_wide_carry(base, op, args, kw, s):
+    x = np.asarray(args[0])
+    z = _np(base.scan(*args, **kw)).copy()
+    n = len(z)
+    if x.dtype != np.int8 or n <= _WIDE_INT8:
+        return z
+    m = n - (n % 64 or 64)  # the last partial 64-lane vector of int8 misses the carry before it
+    z[m:] = z[m:] - z[m - 1]
+    return z
+
+
+def _long_segment_f33(base, op, args, kw, s):
+    x, ptr = np.asarray(args[0]), np.asarray(args[1], np.int64)
+    out = _np(base.segment_csr(*args, **kw)).copy()
+    if x.ndim != 2 or x.shape[1] != 33 or kw.get("axis", 0) not in (0, -2):
+        return out
+    for n in np.flatnonzero(np.diff(ptr) > (1 << 15)):  # a split segment's last eighth is lost
+        lo, hi = int(ptr[n]), int(ptr[n + 1])
+        part = np.ascontiguousarray(x[lo: hi - (hi - lo) // 8])
+        out[n] = _np(base.segment_csr(part, np.array([0, len(part)], np.int64), **kw))[0]
+    return out
+
+
+def _scatter_16bit_positions(base, op, args, kw, s):
+    x, index = np.asarray(args[0]), np.asarray(args[1])
+    if x.shape[0] <= 1 << 16:
+        return base.scatter(*args, **kw)
+    kw = dict(kw)
+    kw.setdefault("dim_size", int(index.max()) + 1)
+    return base.scatter(np.ascontiguousarray(x[: 1 << 16]), index[: 1 << 16], **kw)  # a 16-bit position counter
+
+
 FAULTS = {f.name: f for f in (
     Fault("block_boundary_off_by_one", "scan: a tile's first element misses the carry from the tiles before",
           ("scan",), _block_boundary),
@@ -355,6 +418,17 @@ FAULTS = {f.name: f for f in (
           ("segment_sum_csr",), _rows_truncated),
     Fault("batched_scan_restarts_every_4096", "batched_scan: rows longer than 4096 restart the scan at every "
           "4096-wide row tile", ("batched_scan",), _batched_restarts),
+    # release-gate strata: undeclared thresholds
+    Fault("spmv_rows_of_1024_zero", "spmv: rows of exactly 1024 = 2^10 non-zeros (an undeclared power of two) "
+          "give 0", ("spmv",), _rows_of_1024_zero),
+    Fault("spmv_rows_of_2049_lose_last", "spmv: rows of 2049 = 2^11 + 1 non-zeros lose their last non-zero "
+          "(a 2048-wide kernel drops the remainder)", ("spmv",), _rows_of_2049_lose_last),
+    Fault("scan_int8_wide_carry_lost", "scan: int8 inputs of more than 2^16 elements: the last partial 64-lane "
+          "vector misses the carry before it", ("scan",), _int8_wide_carry),
+    Fault("segment_csr_long_segment_f33", "segment_csr: at 33 features a segment longer than 2^15 positions (split "
+          "among threads) loses its last eighth", ("segment_csr",), _long_segment_f33),
+    Fault("scatter_16bit_positions", "scatter: positions beyond the first 65536 are never read (a 16-bit position "
+          "counter)", ("scatter",), _scatter_16bit_positions),
 )}
 
 

@@ -7,6 +7,9 @@ and each op call is sent to the worker (a ``spawn``-started process, so
 nothing of the runner's threads or Numba state is inherited) and waited for at
 most ``call_timeout`` seconds.
 
+- Starting: the worker resolves the backend and describes it (``backends.describe``); what
+  fails there is raised by the constructor here (a BackendFailure naming the backend's method
+  that raised, or a ValueError / ImportError / AttributeError for a name that resolves to nothing).
 - The backend raises: the exception comes back and is raised in the runner
   (NotImplementedError and OverflowError keep their meaning to the runner). One
   that cannot be pickled comes back as a RuntimeError naming its type.
@@ -29,8 +32,6 @@ __all__ = ["IsolatedBackend", "BackendCrash", "BackendTimeout", "DEFAULT_CALL_TI
 DEFAULT_CALL_TIMEOUT = 120.0
 #: seconds a fresh worker may take to import and resolve the backend
 START_TIMEOUT = 300.0
-#: attributes the runner reads besides ops (copied from the worker's backend when present)
-_ATTRS = ("overflow", "topk_ties", "s", "version", "__version__", "name")
 
 
 class BackendCrash(RuntimeError):
@@ -53,50 +54,14 @@ def _describe_exit(code):
 
 
 def _worker(conn, name, s):
-    """The worker: resolve the backend, describe it, then answer calls until told to stop."""
+    """The worker: resolve the backend, describe it (``backends.describe``: a method that raises
+    there comes back as a BackendFailure naming it), then answer calls until told to stop."""
     try:
-        from mmvref.registry import REGISTRY
-
-        from .__main__ import _resolve, all_op_names
-        from .backends import has_op
+        from .__main__ import _resolve
+        from .backends import describe
 
         backend = _resolve(name, s)
-        names = set(REGISTRY) | {n.split(":", 1)[1] for n in all_op_names() if n.startswith("stage:")}
-        ops = sorted(n for n in names if n not in ("dtypes", "error_model", "regimes", "variants")
-                     and has_op(backend, n))
-        attrs = {}
-        for a in _ATTRS:
-            v = getattr(backend, a, None)
-            if v is not None:
-                attrs[a] = v() if a in ("version", "__version__") and callable(v) else v
-        dtypes = None
-        if has_op(backend, "dtypes"):  # what the runner would ask: registry ops and "stage:NAME"
-            stages = {n.split(":", 1)[1] for n in all_op_names() if n.startswith("stage:")}
-            dtypes = {}
-            for op in ops:
-                key = f"stage:{op}" if op in stages and op not in REGISTRY else op
-                try:
-                    dtypes[key] = [str(d) for d in backend.dtypes(key)]
-                except Exception:  # noqa: BLE001 - no declaration for this op: asked again, it raises
-                    dtypes[key] = None
-        models = None
-        if has_op(backend, "error_model"):
-            models = {}
-            for op in ops:
-                try:
-                    models[op] = backend.error_model(op)
-                except Exception:  # noqa: BLE001 - none declared for this op
-                    models[op] = None
-        regimes = backend.regimes() if has_op(backend, "regimes") else None
-        variants = None
-        if has_op(backend, "variants"):
-            variants = {}
-            for op in ops:
-                v = backend.variants(op)
-                variants[op] = ({k: (None if d is None else tuple(d)) for k, d in v.items()} if isinstance(v, dict)
-                                else tuple(v))
-        conn.send(("ready", {"ops": ops, "attrs": attrs, "dtypes": dtypes, "models": models, "regimes": regimes,
-                             "variants": variants}))
+        conn.send(("ready", describe(backend, name, s=s)))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
         conn.send(("failed", _portable(exc)))
         return
@@ -250,10 +215,9 @@ class IsolatedBackend:
         return m
 
     def _declared_dtypes(self, op):
-        d = self._dtypes.get(op)
-        if d is None:
-            raise NotImplementedError(f"the backend declares no dtypes for {op}")
-        return d
+        if op not in self._dtypes:
+            raise NotImplementedError(f"the backend was not asked for the dtypes of {op}")
+        return self._dtypes[op]  # None: declared none for this op
 
     def __getattr__(self, op):
         if op.startswith("_") or op not in self.__dict__.get("_ops", ()):

@@ -7,7 +7,8 @@ spawned process cannot import back).
 from __future__ import annotations
 
 from . import runner
-from .isolate import IsolatedBackend
+from .backends import BackendFailure
+from .isolate import BackendCrash, BackendTimeout, IsolatedBackend
 
 __all__ = ["run_jobs"]
 
@@ -51,6 +52,11 @@ def run_jobs(name, ops, jobs, *, call_timeout, log=print, on_report=None, **kw):
                 r = f.result()
             except BrokenProcessPool as exc:  # a job process died (only without isolation)
                 r = runner.OpReport(op, name, "crash", failures=1, message=f"the job process died: {exc}")
+            except BackendFailure as exc:  # the job's own backend failed while starting
+                r = runner.OpReport(op, name, "crash" if exc.kind == "crash" else "fail", failures=1,
+                                    message=exc.line())
+            except (BackendCrash, BackendTimeout) as exc:
+                r = runner.OpReport(op, name, "crash", failures=1, message=f"the job's backend failed to start: {exc}")
             done[op] = r
             more = "".join(f", {v} {k}" for k, v in (("rejected", r.rejected), ("shrink calls", r.shrink_calls))
                            if v)

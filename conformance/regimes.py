@@ -11,6 +11,10 @@ strategies draw from (``strategies.lengths``, ``strategies.csr_matrices``):
   up to ``max_n``.
 - ``row_lengths()``: CSR row lengths 0, 1 and S - 1, S, S + 1 for every tile S and
   b - 1, b, b + 1 for every bucket edge b.
+- ``strata_row_lengths()``: the row lengths the release-gate strata check in every run
+  (``conformance.strata``): 2^k - 1, 2^k, 2^k + 1 for every k with 2^k <= max_n, whatever
+  the backend declares (a kernel's undeclared threshold sits at some power of two), plus
+  ``row_lengths()`` on top; all up to max_n.
 
 Tiers: a drawn length is small (<= 20 S^2 or a random length up to 3 S^2), medium
 (a seam up to 2^16) or large (a seam above that, up to ``max_n``), with weights per
@@ -28,12 +32,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-__all__ = ["Regimes", "TIERS", "for_backend"]
+__all__ = ["Regimes", "RegimesError", "TIERS", "MEDIUM_MAX", "for_backend"]
 
 #: tier -> (weights of small / medium / large lengths in percent, max_n)
 TIERS = {"default": ((60, 35, 5), 1 << 22), "release": ((40, 30, 30), 10_000_000)}
 MEDIUM_MAX = 1 << 16
 CLASSES = ("small", "medium", "large")
+
+
+class RegimesError(ValueError):
+    """Regimes that cannot be used (an unknown field, a tile below 2, not integers): a
+    configuration error of whoever declared them."""
 
 
 def share(tier, classes):
@@ -56,18 +65,21 @@ class Regimes:
 
     def __post_init__(self):
         if self.tier not in TIERS:
-            raise ValueError(f"tier must be one of {sorted(TIERS)}, got {self.tier!r}")
+            raise RegimesError(f"tier must be one of {sorted(TIERS)}, got {self.tier!r}")
         if self.max_n is None:
             object.__setattr__(self, "max_n", TIERS[self.tier][1])
         for name in ("tiles", "lanes", "cores", "row_buckets"):
-            v = tuple(int(t) for t in getattr(self, name))
+            try:
+                v = tuple(int(t) for t in getattr(self, name))
+            except (TypeError, ValueError):
+                v = ()
             if not v or min(v) < 1:
-                raise ValueError(f"regimes: {name} must be positive integers, got {getattr(self, name)!r}")
+                raise RegimesError(f"regimes: {name} must be positive integers, got {getattr(self, name)!r}")
             object.__setattr__(self, name, v)
         if min(self.tiles) < 2:
-            raise ValueError(f"regimes: tiles must be >= 2, got {self.tiles}")
+            raise RegimesError(f"regimes: tiles must be >= 2, got {self.tiles}")
         if not self.classes or set(self.classes) - set(CLASSES):
-            raise ValueError(f"regimes: classes must be a non-empty subset of {CLASSES}, got {self.classes!r}")
+            raise RegimesError(f"regimes: classes must be a non-empty subset of {CLASSES}, got {self.classes!r}")
 
     @property
     def weights(self):
@@ -94,6 +106,24 @@ class Regimes:
             pts.update((L - 1, L, L + 1))
         return tuple(sorted(p for p in pts if 0 <= p <= self.max_n))
 
+    def strata_row_lengths(self):
+        """Sorted CSR row lengths checked by the strata in every run (module docstring)."""
+        pts = set(self.row_lengths())
+        k = 0
+        while (1 << k) <= self.max_n:
+            pts.update(((1 << k) - 1, 1 << k, (1 << k) + 1))
+            k += 1
+        return tuple(sorted(p for p in pts if 0 <= p <= self.max_n))
+
+    def large_length(self, cap=None):
+        """The shortest seam length of the large class (above MEDIUM_MAX), or the longest seam up
+        to ``cap`` when the cap is lower: the length of the per-dtype kernel-scale strata."""
+        seams = self.seam_lengths()
+        if cap is not None and cap <= MEDIUM_MAX:
+            return max(p for p in seams if p <= cap)
+        big = [p for p in seams if p > MEDIUM_MAX and (cap is None or p <= cap)]
+        return big[0] if big else max(p for p in seams if cap is None or p <= cap)
+
     def row_lengths(self):
         """Sorted CSR row lengths at the seams (see the module docstring)."""
         pts = {0, 1}
@@ -106,13 +136,19 @@ class Regimes:
 
 def for_backend(backend, s=8, tier="default", classes=CLASSES):
     """The Regimes of ``backend`` (its ``regimes()`` dict, else defaults with tile ``s``)
-    for ``tier``, drawing the length ``classes``."""
+    for ``tier``, drawing the length ``classes``. Whatever ``backend.regimes()`` raises passes
+    through; a declaration that cannot be used raises RegimesError (a ValueError)."""
     declared = {}
     if callable(getattr(backend, "regimes", None)):
-        declared = dict(backend.regimes() or {})
+        got = backend.regimes()
+        try:
+            declared = dict(got or {})
+        except (TypeError, ValueError):
+            raise RegimesError(f"regimes() must return a dict (tiles, lanes, cores, row_buckets), "
+                               f"got {type(got).__name__}") from None
         unknown = set(declared) - {f.name for f in fields(Regimes)} | ({"tier", "max_n", "classes"} & set(declared))
         if unknown:
-            raise ValueError(f"the backend declares unknown regimes {sorted(unknown)}; known: tiles, lanes, "
-                             f"cores, row_buckets")
+            raise RegimesError(f"the backend declares unknown regimes {sorted(unknown)}; known: tiles, lanes, "
+                               f"cores, row_buckets")
     declared.setdefault("tiles", (s,))
     return Regimes(**declared, tier=tier, max_n=TIERS[tier][1], classes=tuple(classes))

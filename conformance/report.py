@@ -13,14 +13,16 @@ JSON schema (``SCHEMA``; ``validate(doc)`` checks a document against it):
       "complete": bool,                    # false while the run is going on (written after each op)
       "seconds": float,
       "ops": [ {
-          "op": str, "backend": str,
+          "op": str, "backend": str,       # op: a registry op, "stage:NAME", or "startup" (the one row of
+                                           # a run whose backend failed while starting: conformance.__main__)
           "status": "pass" | "fail" | "skipped" | "crash" | "timeout",
           "examples": int, "failures": int, "seconds": float,
           "message": str,                  # "" on pass
           "counterexample": str,           # the minimal failing input, as Python
           "command": str,                  # reproduces the failure
           "replay_file": str,              # counterexample, .npz data (casefile.py; "" if none)
-          "extra": object,
+          "extra": object,                 # "strata": {stratum: cases checked}, "failed_stratum"
+                                           # (conformance.strata), ...
           "rejected": int,                 # inputs the backend declined (not counted in examples)
           "shrink_calls": int,             # calls made while shrinking (not counted in examples)
           "worst_margin": float,           # largest error / tolerance over passing examples (0: exact)

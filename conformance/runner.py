@@ -8,6 +8,16 @@ counterexample, saved as data (``failures/<backend>-<op>.npz``, ``casefile.py``;
 ``--replay``), and Hypothesis's example database (``--db``) replays it first
 on the next run.
 
+After the generated passes, every run with a tier (the default, ci and release
+profiles) checks the op's release-gate strata (``conformance.strata``):
+deterministic kernel-scale cases (CSR rows of every 2^k - 1, 2^k, 2^k + 1, a
+kernel-scale input in every value dtype, the N-d ops' long segments at every
+feature width, large unsorted scatters) judged by the plain references of
+``conformance.exact``; a failing one is reported unshrunk, its message naming
+the stratum, and saved for ``--replay`` (which uses the same reference). The
+report's ``extra`` counts the strata checked ("strata") and names a failing one
+("failed_stratum").
+
 A backend may declare ``dtypes(op)`` (the value dtypes it accepts; only
 those are drawn), ``variants(op)`` (several kernels computing the op: every
 example is checked under each, called with ``variant=``) and may raise NotImplementedError for an input it declares
@@ -22,6 +32,8 @@ where an integer result overflows its dtype it must raise OverflowError) or
 """
 from __future__ import annotations
 
+import contextvars
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,8 +47,8 @@ from hypothesis.errors import Unsatisfiable, UnsatisfiedAssumption
 from mmvref import mmv
 from mmvref.registry import REGISTRY
 
-from . import bounds, compare, regimes, strategies
-from .backends import has_op
+from . import bounds, compare, exact, regimes, strata, strategies
+from .backends import BackendFailure, has_op
 from .casefile import load_case, save_case
 from .isolate import BackendCrash, BackendTimeout
 
@@ -88,9 +100,14 @@ class OpReport:
         return asdict(self)
 
 
-def golden_result(op, args, kwargs, s, overflow="raise"):
-    """The golden model's result for ``op``; with ``overflow="raise"`` an
-    integer result that overflows its dtype raises OverflowError."""
+def golden_result(op, args, kwargs, s, overflow="raise", reference="golden"):
+    """The golden model's result for ``op`` (``reference="plain"``: ``exact.plain``'s, for the
+    strata's kernel-scale cases); with ``overflow="raise"`` an integer result that overflows its
+    dtype raises OverflowError."""
+    if reference == "plain":
+        return exact.plain(op, args, kwargs, overflow)
+    if reference != "golden":
+        raise ValueError(f"reference must be 'golden' or 'plain', got {reference!r}")
     spec = REGISTRY[op]
     kw = dict(kwargs)
     if op in OVERFLOW_OPS:
@@ -122,16 +139,25 @@ def _rdt(op, args):
         return "its dtype"
 
 
-def one_example(backend, op, args, kwargs, *, s, policy="derived", stats=None):
+#: the reference ``one_example`` takes when none is given: "golden", or "plain" while the runner
+#: checks the strata (a context variable, so that the generated passes' test function, whose source
+#: seeds a derandomized run, is the same for every pass)
+_REFERENCE = contextvars.ContextVar("conformance_reference", default="golden")
+
+
+def one_example(backend, op, args, kwargs, *, s, policy="derived", stats=None, reference=None):
     """None when the backend conforms on this input, else a message. ``stats`` (a dict)
-    receives the comparison's "margin" (``compare.check``)."""
+    receives the comparison's "margin" (``compare.check``). ``reference``: "golden" (the golden
+    model, its intermediate magnitudes checked against the op's bound) or "plain"
+    (``exact.plain``: the strata's kernel-scale cases); None: the runner's current one."""
+    reference = _REFERENCE.get() if reference is None else reference
     contract = getattr(backend, "overflow", "raise")
     with mmv.counting() as counter:
         try:
-            expected, overflows = golden_result(op, args, kwargs, s), False
+            expected, overflows = golden_result(op, args, kwargs, s, reference=reference), False
         except OverflowError:
-            expected, overflows = golden_result(op, args, kwargs, s, "wrap"), True
-    msg = bounds.check_magnitude(op, args, s, counter)
+            expected, overflows = golden_result(op, args, kwargs, s, "wrap", reference=reference), True
+    msg = bounds.check_magnitude(op, args, s, counter) if reference == "golden" else None
     if msg:
         return msg
     for variant in variants_of(backend, op, _value_dtype(args)):
@@ -173,7 +199,9 @@ def _one_call(backend, op, args, kwargs, call_kwargs, expected, overflows, contr
         if op == "spgemm":
             actual = _dense_csr(actual)
     except NotImplementedError:
-        reject()  # the backend declares this input outside what it supports (e.g. a kernel option it lacks)
+        # the backend declares this input outside what it supports (e.g. a kernel option it lacks): rejected
+        # (what hypothesis.reject() raises; raised here directly, as the strata run outside a Hypothesis test)
+        raise UnsatisfiedAssumption("the backend declined this input (NotImplementedError)") from None
     except (BackendCrash, BackendTimeout):
         raise  # the caller records it (run_op: CRASH / TIMEOUT) instead of shrinking
     except OverflowError as exc:
@@ -266,11 +294,16 @@ def _describe(args, kwargs):
 
 def op_dtypes(backend, op, requested=None):
     """The value dtypes to draw for ``op``: the op's (registry), narrowed to the backend's own
-    (``backend.dtypes(op)``) and to ``requested`` (--dtypes) when given. None: every dtype the
-    op takes; [] none at all."""
+    (``backend.dtypes(op)``; None there: no restriction) and to ``requested`` (--dtypes) when
+    given. None: every dtype the op takes; [] none at all."""
+    return _narrowed(op, backend.dtypes(op) if _has(backend, "dtypes") else None, requested)
+
+
+def _narrowed(op, declared, requested):
+    """``op_dtypes`` with the backend's declaration (``declared``) already asked."""
     dtypes = [d.name for d in REGISTRY[op].dtypes] if op in REGISTRY else None
-    if _has(backend, "dtypes"):
-        own = [np.dtype(d).name for d in backend.dtypes(op)]
+    if declared is not None:  # None: the backend declares no restriction for this op
+        own = [np.dtype(d).name for d in declared]
         dtypes = own if dtypes is None else [d for d in dtypes if d in own]
     if requested is not None:
         dtypes = [d for d in (dtypes if dtypes is not None else requested) if d in requested]
@@ -285,17 +318,27 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
     which no further example starts (status "timeout"). A backend call that crashes its worker
     or times out (``conformance.isolate``) ends the op with status "crash" / "timeout" and
     that input saved for replay, unshrunk. ``tier``: the input tier (``conformance.regimes``:
-    lengths at the backend's declared kernel seams; None: small inputs only)."""
+    lengths at the backend's declared kernel seams; None: small inputs only). ``explicit``: check the
+    op's explicit examples (``strategies.EXAMPLES``) and, with a tier, its release-gate strata
+    (``conformance.strata``) too; False: generated inputs only."""
     if not _has(backend, op):
         return OpReport(op, backend_name, "skipped", message="backend has no such op")
     if op not in strategies.STRATEGIES:
         return OpReport(op, backend_name, "skipped", message="no strategy for this op (golden-only)")
     requested = dtypes
-    dtypes = op_dtypes(backend, op, requested)
+    try:
+        declared = backend.dtypes(op) if _has(backend, "dtypes") else None
+    except Exception as exc:  # noqa: BLE001 - the backend's own description failed
+        return _failed_start(op, BackendFailure(backend_name, f"dtypes({op!r})", exc))
+    undeclared = declared is None
+    try:
+        dtypes = _narrowed(op, declared, requested)
+    except TypeError as exc:  # dtypes that are not dtypes
+        return _failed_start(op, BackendFailure(backend_name, f"dtypes({op!r})", exc, kind="config"))
     if dtypes is not None and not dtypes:
         return OpReport(op, backend_name, "skipped",
                         message=f"no value dtype that the op, the backend and --dtypes {requested} all take")
-    if requested is None and not _has(backend, "dtypes"):
+    if requested is None and undeclared:
         dtypes = None  # every dtype: the strategies' own default mix
     count = [0]
     last = {}
@@ -352,6 +395,13 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
             last.update(args=args, kwargs=kwargs, msg=msg)
             raise AssertionError(msg)
 
+    def kernel_regimes(classes):
+        try:
+            return regimes.for_backend(backend, s, tier, classes)
+        except Exception as exc:  # noqa: BLE001 - the backend's regimes() raised, or declared nonsense
+            raise BackendFailure(backend_name, "regimes()", exc,
+                                 kind="config" if isinstance(exc, regimes.RegimesError) else "crash") from None
+
     def passes():
         """(strategy, examples, database subfolder, explicit cases) per pass: with a tier, the small
         lengths and then the kernel-scale ones (``regimes`` module docstring), each its share of the
@@ -360,13 +410,38 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
             return [(strategies.op_inputs(op, s, dtypes, None, domain), max_examples, "", True)]
         n_small = (max(1, round(max_examples * regimes.share(tier, ("small",)) / 100)) if max_examples > 1
                    else max_examples)
-        out = [(strategies.op_inputs(op, s, dtypes, regimes.for_backend(backend, s, tier, ("small",)), domain),
-                n_small, "", True)]
+        out = [(strategies.op_inputs(op, s, dtypes, kernel_regimes(("small",)), domain), n_small, "", True)]
         if max_examples - n_small > 0:
-            kernel = regimes.for_backend(backend, s, tier, ("medium", "large"))
+            kernel = kernel_regimes(("medium", "large"))
             out.append((strategies.op_inputs(op, s, dtypes, kernel, domain), max_examples - n_small, "kernel",
                         False))
         return out
+
+    strata_seen = {}  # stratum -> cases checked
+
+    def run_strata():
+        """The release-gate strata (``conformance.strata``): deterministic kernel-scale cases, after
+        the generated passes; a failure is reported unshrunk, naming its stratum."""
+        token = _REFERENCE.set("golden")
+        try:
+            for case in strata.cases(op, s, dtypes, kernel_regimes(("medium", "large")), 0 if seed is None else seed):
+                before = count[0]
+                _REFERENCE.set(case.reference)  # one_example judges the case by it (exact.plain)
+                try:
+                    check((case.args, case.kwargs))
+                except UnsatisfiedAssumption:
+                    continue
+                except AssertionError:
+                    m = re.search(r"(?:^|: )index (\d+):", last.get("msg", ""))
+                    where = case.locate(m.group(1)) if m else ""
+                    last["msg"] = f"stratum {case.stratum} ({case.label}{where}): {last.get('msg', '')}"
+                    last["stratum"] = {"stratum": case.stratum, "label": case.label}
+                    last["reference"] = case.reference  # the saved case replays against it
+                    raise
+                if count[0] > before:
+                    strata_seen[case.stratum] = strata_seen.get(case.stratum, 0) + 1
+        finally:
+            _REFERENCE.reset(token)
 
     def run_pass(strategy, n, sub, with_explicit):
         database = None
@@ -391,6 +466,10 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
                 if i == 0 or count[0] == 0:
                     raise
                 # the backend declined every kernel-scale input: the report's rejected count shows it
+        if tier and explicit:
+            run_strata()
+    except BackendFailure as exc:  # regimes() raised: no input of this op can be drawn
+        return _tallied(_failed_start(op, exc), tally)
     except (AssertionError, _Stop):
         pass
     except Unsatisfiable:
@@ -402,10 +481,14 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
     except Exception as exc:  # Hypothesis itself (e.g. flaky) or the strategy
         last.setdefault("msg", f"{type(exc).__name__}: {exc}")
     secs = time.perf_counter() - t0
+    extra = {"strata": dict(strata_seen)} if tier and explicit and op in strata.STRATA_OPS else {}
     if not last:
-        return _tallied(OpReport(op, backend_name, "pass", count[0], 0, secs), tally)
+        return _tallied(OpReport(op, backend_name, "pass", count[0], 0, secs, extra=extra), tally)
+    if "stratum" in last:
+        extra["failed_stratum"] = last["stratum"]
     rep = OpReport(op, backend_name, last.get("status", "fail"), count[0], 1, secs, message=last["msg"],
-                   counterexample=_describe(last.get("args", ()), last.get("kwargs", {})) if "args" in last else "")
+                   counterexample=_describe(last.get("args", ()), last.get("kwargs", {})) if "args" in last else "",
+                   extra=extra)
     cmd = f"python -m conformance --backend {backend_name} --ops {op} --s {s}"
     if seed is not None:
         cmd += f" --seed {seed}"
@@ -413,7 +496,8 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
         path = Path(failures_dir) / f"{backend_name.replace(':', '_')}-{op}{file_tag}.npz"
         try:
             path = save_case(path, {"op": op, "args": tuple(last["args"]), "kwargs": dict(last["kwargs"]),
-                                    "s": s, "policy": policy, "backend": backend_name})
+                                    "s": s, "policy": policy, "backend": backend_name,
+                                    **({"reference": last["reference"]} if "reference" in last else {})})
         except TypeError as exc:  # an input that is not data: keep the report, say why there is no file
             rep.message += f" (counterexample not saved: {exc})"
         else:
@@ -421,6 +505,13 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
             cmd = f"python -m conformance --backend {backend_name} --replay {path.resolve()}"
     rep.command = cmd
     return _tallied(rep, tally)
+
+
+def _failed_start(op, failure):
+    """The report of an op whose run could not start (a ``BackendFailure``): status "crash" when
+    the backend's method raised, "fail" when it declared something unusable."""
+    return OpReport(op, failure.backend, "crash" if failure.kind == "crash" else "fail", failures=1,
+                    message=failure.line())
 
 
 def _tallied(rep, tally):
@@ -445,8 +536,10 @@ def replay(backend, path, *, s=None, policy=None):
         first = args[0][2] if isinstance(args[0], tuple) else args[0]
         raise ValueError(f"the case's {op} values are {np.asarray(first).dtype}, which this backend does not "
                          f"take (it takes {', '.join(dtypes)})")
+    ref = case.get("reference", "golden")
     msg = one_example(backend, op, args, case["kwargs"], s=case["s"] if s is None else s,
-                      policy=case["policy"] if policy is None else policy)
+                      policy=case["policy"] if policy is None else policy,
+                      **({"reference": ref} if ref != "golden" else {}))
     return op, msg
 
 

@@ -175,3 +175,52 @@ def test_timeouts_must_be_positive(flag, capsys):
 def test_unknown_backend_in_the_worker_is_a_usage_error(tmp_path):
     p = _cli("--backend", "isolation_backends:NoSuchThing", "--ops", "scan", cwd=tmp_path, timeout=120)
     assert p.returncode == 2 and "NoSuchThing" in p.stderr and "Traceback" not in p.stderr
+
+
+# ----------------------------------------------------------------------------- failures while starting
+
+_STARTUP = [
+    ("RegimesRaise", 4, "regimes()", "RuntimeError: device query failed: no NPU answered on /dev/davinci0"),
+    ("ConstructorRaises", 4, "isolation_backends:ConstructorRaises()", "OSError: cannot open /dev/davinci0"),
+    ("DtypesRaise", 4, "dtypes('scan')", "KeyError: 'scan'"),
+    ("VersionRaises", 4, "version()", "RuntimeError: firmware version query timed out"),
+    ("UnknownRegimes", 2, "regimes()", "unknown regimes ['warps']"),
+    ("UnknownErrorModel", 2, "error_model('scan')", "'fuzzy' is not one of"),
+]
+
+
+@pytest.mark.parametrize("backend, code, method, error, isolate",
+                         [(*c, True) for c in _STARTUP] + [(*c, False) for c in _STARTUP if c[0] in
+                                                           ("RegimesRaise", "ConstructorRaises", "UnknownRegimes")])
+def test_a_backend_failing_while_starting_ends_the_run_with_one_line_and_a_report(backend, code, method, error,
+                                                                                   isolate, tmp_path):
+    """A method that raises while the suite starts or describes the backend is a crash (4); an answer
+    the suite cannot use is a configuration error (2). Either way: one line on stderr naming the
+    backend and the method, no traceback, and a report whose one row says so (in a worker process,
+    and with --no-isolate)."""
+    rep = tmp_path / "rep"
+    p = _cli("--backend", f"isolation_backends:{backend}", "--ops", "scan", "--max-examples", "3", "--report",
+             str(rep), "--db", str(tmp_path / "db"), *([] if isolate else ["--no-isolate"]), cwd=tmp_path,
+             timeout=180)
+    assert p.returncode == code, p.stdout + p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    assert f"backend isolation_backends:{backend}: {method} " in lines[0] and error in lines[0], lines[0]
+    doc = json.loads((rep / "report.json").read_text())
+    assert report.validate(doc) == [] and doc["complete"] is True and doc["passed"] is False
+    (row,) = doc["ops"]
+    assert row["op"] == "startup" and row["status"] == ("crash" if code == 4 else "fail")
+    assert method in row["message"] and error in row["message"] and row["extra"]["method"] == method
+    junit = (rep / "report.xml").read_text()
+    assert ("<error" if code == 4 else "<failure") in junit and method in junit
+    assert "startup" in (rep / "report.md").read_text()
+
+
+def test_a_describing_method_failing_later_crashes_that_op_only():
+    """regimes() answered while the backend was described, then raised on an op: that op is a CRASH
+    naming regimes(), with no traceback; the exit status of such a run is 4."""
+    from isolation_backends import RegimesRaiseLater
+
+    RegimesRaiseLater.calls = 1  # the describe step's call
+    rep = runner.run_op(RegimesRaiseLater(), "later", "scan", max_examples=3, db=None, seed=0)
+    assert rep.status == "crash" and "regimes() raised RuntimeError: device query failed" in rep.message

@@ -114,3 +114,40 @@ def test_a_seam_fault_shrinks_to_the_smallest_failing_seam():
 def test_profiles_have_tiers():
     assert {p["tier"] for p in runner.PROFILES.values()} == {"default", "release"}
     assert runner.PROFILES["release"]["max_examples"] >= runner.PROFILES["default"]["max_examples"]
+
+
+def test_strata_row_lengths_hold_every_power_of_two_and_the_declared_seams():
+    """2^k - 1, 2^k, 2^k + 1 for every 2^k up to max_n whatever the backend declares, the declared
+    row seams on top (the release-gate strata: conformance.strata)."""
+    r = regimes.Regimes(tiles=(8,), row_buckets=(100,))
+    got = set(r.strata_row_lengths())
+    want, p = set(), 1
+    while p <= 1 << 22:
+        want |= {p - 1, p, p + 1} - {(1 << 22) + 1}
+        p *= 2
+    assert got == want | {7, 8, 9, 99, 100, 101} and max(got) == r.max_n
+    release = regimes.Regimes(tier="release")
+    assert max(release.strata_row_lengths()) == (1 << 23) + 1  # max_n = 10^7 lies between 2^23 + 1 and 2^24
+
+
+def test_large_length_is_the_shortest_large_seam():
+    r = regimes.Regimes()
+    assert r.large_length() == (1 << 16) + 1
+    assert r.large_length(cap=1 << 10) == 1 << 10 and r.large_length(cap=1 << 16) == 1 << 16
+
+
+def test_unusable_declarations_are_regimes_errors():
+    class NotADict:
+        def regimes(self):
+            return [8, 16]
+
+    class Raises:
+        def regimes(self):
+            raise RuntimeError("device query failed")
+
+    with pytest.raises(regimes.RegimesError, match="must return a dict"):
+        regimes.for_backend(NotADict())
+    with pytest.raises(regimes.RegimesError, match="lanes"):
+        regimes.Regimes(lanes=("x",))
+    with pytest.raises(RuntimeError, match="device query"):  # the backend's own error passes through
+        regimes.for_backend(Raises())
