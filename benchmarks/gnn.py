@@ -187,9 +187,9 @@ class _GnnBench(OpBench):
         try:
             import torch
 
-            import mmvref._torch_ops  # noqa: F401  (the custom ops that carry autograd)
+            import mmvref._fast.segment._torch  # noqa: F401  (the custom ops that carry autograd)
         except Exception as exc:
-            reason = f"backward needs mmvref._torch_ops ({type(exc).__name__}: {exc})"
+            reason = f"backward needs mmvref._fast.segment._torch ({type(exc).__name__}: {exc})"
             return skip
         tin = dict(inp, indptr=torch.from_numpy(inp["indptr"]), index=torch.from_numpy(inp["index"]))
         src_t = torch.from_numpy(inp["src"]).requires_grad_()

@@ -145,7 +145,7 @@ def _peak_child(key, workspace, staged):
     import numba
 
     import mmvref
-    from mmvref._fast import sparse_products
+    from mmvref._fast.sparse import ops as sparse_products
 
     if not staged:
         sparse_products.STAGING_MAX_BYTES = 0

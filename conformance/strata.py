@@ -22,7 +22,7 @@ regimes and a seed (the seed only picks the values; the strata are the same in e
 - **width** (segment_csr, segment_coo, gather_csr): for every feature width the N-d kernels tell
   apart (``WIDTHS``: F = 1, the column kernel; 3, scalar lanes only; 15 = 8 + 4 + 3; 16; 33 =
   32 + 1; 63 = 32 + 16 + 8 + 4 + 3; 64; 97 = 3 * 32 + 1), a segment of ``LONG_SEGMENT`` = 2^15 + 1
-  positions (longer than ``mmvref._fast.segreduce._LONG_MIN``, where one segment is split among
+  positions (longer than ``mmvref._fast.segment._nd._LONG_MIN``, where one segment is split among
   threads) among short and empty ones; and (**many**) 2^16 + 1 segments of 0-4 positions at F = 1
   and F = 17 (outputs past every tile, coo_bounds' parallel chunks).
 - **scatter**: more than 65536 positions in an unsorted index with one id holding a long segment

@@ -28,15 +28,23 @@ from ._fast.scanfamily import (
     topk,
     weighted_sample,
 )
-from ._fast.segops import compress, compress_ind, scan, segment_sum_csr, segmented_scan, segmented_sum
-from ._fast.segreduce import gather_csr, scatter, segment_coo, segment_csr
-from ._fast.sparse_products import spgemm, spmm
-from ._fast.spmv import spmv
+from ._fast.compress import compress, compress_ind
+from ._fast.segment import (
+    gather_csr,
+    scan,
+    scatter,
+    segment_coo,
+    segment_csr,
+    segment_sum_csr,
+    segmented_scan,
+    segmented_sum,
+)
+from ._fast.sparse import spgemm, spmm, spmv
+from ._version import __version__
 from .registry import REGISTRY
 
 _target.level()  # a bad MMVREF_SIMD fails here, at import, with the reason
 
-__version__ = "0.1.0"
 
 __all__ = [
     "scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "segment_csr", "segment_coo", "scatter",

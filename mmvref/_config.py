@@ -62,7 +62,7 @@ def config_info() -> dict:
     import numpy as np
     from llvmlite import binding as ll
 
-    from . import __version__
+    from ._version import __version__
     from ._fast import _target
 
     t = _target.target()

@@ -60,15 +60,42 @@ def plain_ndarray(a, name):
     return a.view(np.ndarray)
 
 
+def is_tensor(a) -> bool:
+    return type(a).__module__.split(".")[0] == "torch" and hasattr(a, "detach")
+
+
+#: torch dtypes numpy can hold (anything else, e.g. bfloat16 or the float8 types, is refused here)
+_TORCH_NUMPY = ("bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64",
+                "float16", "float32", "float64", "complex64", "complex128")
+
+
+def to_numpy(a, name: str):
+    """The one boundary of the public ops: a torch CPU tensor as a numpy array
+    (shared memory, no copy); a numpy array in native byte order (a non-native
+    one is converted once, here); anything else unchanged.
+
+    A tensor of a dtype numpy cannot hold (bfloat16, float8, ...) raises
+    TypeError naming the argument; the op then checks its own dtypes."""
+    if not is_tensor(a):
+        return native_order(a)
+    if a.device.type != "cpu":
+        raise ValueError(f"{name} is a torch tensor on {a.device}; the CPU ops take CPU tensors "
+                         f"(use {name}.cpu(), or the npu backends for device tensors)")
+    dt = str(a.dtype).replace("torch.", "")
+    if dt not in _TORCH_NUMPY:
+        raise TypeError(f"{name} has unsupported dtype torch.{dt}; supported values: torch.int8, int16, int32, "
+                        f"int64, float16, float32, float64 (flags and masks: torch.bool, int8, uint8)"
+                        + ("; bfloat16 is not supported yet (convert with .float())" if dt == "bfloat16" else ""))
+    return a.detach().resolve_conj().resolve_neg().numpy()
+
+
 def _asarray(a, name, empty_dtype=None):
     if isinstance(a, np.ndarray):
         return native_order(plain_ndarray(a, name))
     if empty_dtype is not None and isinstance(a, (list, tuple, range)) and len(a) == 0:
         return np.zeros(0, dtype=empty_dtype)  # np.asarray([]) would be float64
-    if type(a).__module__.split(".")[0] == "torch" and hasattr(a, "detach"):
-        from ._fast._io import to_numpy  # the one torch boundary (dtype checks, CPU only)
-
-        return to_numpy(a, name)
+    if is_tensor(a):
+        return to_numpy(a, name)  # the one torch boundary (dtype checks, CPU only)
     if hasattr(a, "__array__") or isinstance(a, (list, tuple, range)):
         try:
             return native_order(np.asarray(a))

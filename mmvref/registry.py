@@ -109,10 +109,11 @@ class OpSpec:
 
 
 _G = "mmvref.golden:"
-_F = "mmvref._fast.segops:"
+_F = "mmvref._fast.segment.ops:"
+_C = "mmvref._fast.compress.ops:"
 _B = "mmvref.bounds:"
-_S = "mmvref._fast.scanfamily:"
-_R = "mmvref._fast.segreduce:"
+_S = "mmvref._fast.scanfamily.ops:"
+_R = "mmvref._fast.segment.ops:"
 _D = "mmvref.dask:"
 
 _SPECS = (
@@ -149,13 +150,13 @@ _SPECS = (
     OpSpec("gather_csr", "gather_csr(src, indptr, *, axis=0, out=None) -> src[n] repeated over indptr[n]:indptr[n+1]",
            KEEP_DTYPE, _G + "gather_csr", _R + "gather_csr", _B + "compress", COPY,
            "Alg. 1 scan of the segment starts, then GATHER (segment_csr's sum backward)"),
-    OpSpec("compress", "compress(x, mask) -> x[mask == 1]", KEEP_DTYPE, _G + "compress", _F + "compress",
+    OpSpec("compress", "compress(x, mask) -> x[mask == 1]", KEEP_DTYPE, _G + "compress", _C + "compress",
            _B + "compress", COPY, "§2 COMPRESS (Thm 4.2 proof)", dask_ref=_D + "compress"),
     OpSpec("compress_ind", "compress_ind(x, mask) -> (x[mask == 1], their indices int64)", KEEP_DTYPE,
-           _G + "compress_ind", _F + "compress_ind", _B + "compress", COPY,
+           _G + "compress_ind", _C + "compress_ind", _B + "compress", COPY,
            "§2 COMPRESS (Thm 4.2 proof) on values and positions; Ascend §5 Compress"),
     OpSpec("spmv", "spmv(A, x) -> A @ x for CSR A; empty rows give 0", VALUE_RULE, _G + "spmv",
-           "mmvref._fast.spmv:spmv", _B + "spmv", SPMV_FP, "§4.3.3 Alg. 4; App. A.3.3 Algs. 4-6",
+           "mmvref._fast.sparse.ops:spmv", _B + "spmv", SPMV_FP, "§4.3.3 Alg. 4; App. A.3.3 Algs. 4-6",
            dask_ref=_D + "spmv"),
     # parallel-scan-ascend.txt §4-§5; semantics in DEVELOPERS.md, "Scan-based operators"
     OpSpec("batched_scan",
@@ -181,10 +182,10 @@ _SPECS = (
            "Ascend §5 Top-p sampling"),
     # tca-spmm-tensor-cores.txt / sparse-workspaces-compilation.txt (issue 7: golden and fast so far)
     OpSpec("spmm", "spmm(A, D) -> A @ D for CSR A and dense D (n x k); empty rows give 0", VALUE_RULE,
-           _G + "spmm", "mmvref._fast.sparse_products:spmm", _B + "spmv", SPMV_FP,
+           _G + "spmm", "mmvref._fast.sparse.ops:spmm", _B + "spmv", SPMV_FP,
            "App. Alg. 4 over k columns; TCA-SpMM §4", variants=(_G + "spmm_tca",)),
     OpSpec("spgemm", "spgemm(A, B) -> A @ B, CSR, sorted indices, duplicates summed, exact zeros dropped",
-           VALUE_RULE, _G + "spgemm_esc", "mmvref._fast.sparse_products:spgemm", _B + "spmv", SPMV_FP,
+           VALUE_RULE, _G + "spgemm_esc", "mmvref._fast.sparse.ops:spgemm", _B + "spmv", SPMV_FP,
            "ESC / Gustavson / Insert-Sort-Merge (sparse workspaces)",
            variants=(_G + "spgemm_gustavson", _G + "spgemm_ism")),
     OpSpec("mult", "mult(x, y) -> x * y element-wise (integers)", INT_RULE, _G + "mult", None, _B + "mult",

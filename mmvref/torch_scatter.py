@@ -8,7 +8,7 @@ The functions have torch_scatter 2.1.2's names, argument names, argument order a
 and sum: softmax, log_softmax and logsumexp make one pass for the segment maxima and one for the sums,
 std one for the sums and one for the squared deviations, plus the counts over ``index``; see each
 function). They take CPU tensors, return ``src.dtype`` (``scatter_std`` of integers: a float) and are
-differentiable (through the ``torch.ops.mmvref`` custom ops of ``mmvref._torch_ops``, which
+differentiable (through the ``torch.ops.mmvref`` custom ops of ``mmvref._fast.segment._torch``, which
 torch.compile also traces, ``fullgraph=True`` included).
 
 Behaviour kept from torch_scatter:
@@ -42,7 +42,7 @@ wrapping; ``index``/``indptr`` are validated (out-of-range or unsorted values ra
 of reading out of bounds); uint8 values are refused (int8, int16, int32, int64, float16, bfloat16,
 float32, float64 are taken); areas of a ``gather_csr`` output no segment covers are 0, not uninitialised;
 ``scatter_mul`` on an empty ``src`` gives 0 like torch_scatter, otherwise empty segments give 1.
-The backward of ``scatter_mul`` handles zeros exactly (see ``mmvref._torch_ops``). With ``out=``,
+The backward of ``scatter_mul`` handles zeros exactly (see ``mmvref._fast.segment._torch``). With ``out=``,
 ``scatter_logsumexp`` keeps out's value where the result is not finite (an empty segment), as
 torch_scatter does after 2.1.2 (2.1.2 wrote 0 there); ``scatter_std``'s gradient is 0, not NaN, where a
 segment's values are all equal (as torch.std's). An index outside ``[0, dim_size)`` or one that does
@@ -66,7 +66,7 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
-from . import _torch_ops as T
+from ._fast.segment import _torch as T
 
 __all__ = [
     "scatter", "scatter_sum", "scatter_add", "scatter_mul", "scatter_mean", "scatter_min", "scatter_max",

@@ -56,7 +56,7 @@ def _spmv_result(data: torch.dtype, x: torch.dtype) -> torch.dtype:
 
 
 def _np(t: Tensor, name: str = "x") -> np.ndarray:
-    from mmvref._fast._io import to_numpy  # the public ops' boundary: dtype checks name the argument
+    from mmvref._validate import to_numpy  # the public ops' boundary: dtype checks name the argument
 
     return to_numpy(t.detach().contiguous(), name)
 

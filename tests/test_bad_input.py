@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import mmvref
 from mmvref import golden
-from mmvref._fast import spmv as spmv_mod
+from mmvref._fast.sparse import ops as spmv_mod
 from tests.oracle import (
     oracle_compress,
     oracle_scan,

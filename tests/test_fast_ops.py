@@ -20,7 +20,8 @@ from oracle import (
 )
 
 import mmvref
-from mmvref._fast import _target, segops
+from mmvref._fast import _target
+from mmvref._fast.segment import _column as segops
 
 DTYPES = ["int8", "int16", "int32", "int64", "float16", "float32", "float64"]
 RESULT = {"int8": "int32", "int16": "int32", "int32": "int32", "int64": "int64",

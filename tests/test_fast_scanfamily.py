@@ -1,4 +1,4 @@
-"""Fast scan-based operators of ``mmvref._fast.scanfamily`` (batched_scan, split,
+"""Fast scan-based operators of ``mmvref._fast.scanfamily.ops`` (batched_scan, split,
 split_ind, radix_sort, argsort, topk, weighted_sample, top_p_sample) against
 independent plain numpy / torch oracles written here from DEVELOPERS.md,
 "Scan-based operators" (never against the code under test)."""
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mmvref._fast import scanfamily as sf
+from mmvref._fast.scanfamily import ops as sf
 
 # The scan family's kernels are plain Numba loops with one (portable) path for every target and no
 # vector intrinsics (``_target.FAMILIES``); CI's haswell stage skips these compile-heavy tests, the

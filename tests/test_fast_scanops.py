@@ -10,7 +10,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import mmvref
-from mmvref._fast import scanfamily as scanops
+from mmvref._fast.scanfamily import ops as scanops
 
 INT_DTYPES = ["int8", "int16", "int32", "int64"]
 FLOAT_DTYPES = ["float16", "float32", "float64"]

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mmvref
-from mmvref._fast import _spgemm_kernels, sparse_products
+from mmvref._fast.sparse import _portable_spgemm as _spgemm_kernels, ops as sparse_products
 
 RESULT = {"int8": "int32", "int16": "int32", "int32": "int32", "int64": "int64",
           "float16": "float32", "float32": "float32", "float64": "float64"}

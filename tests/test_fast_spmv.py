@@ -1,4 +1,4 @@
-"""mmvref._fast.spmv against the plain-loop oracle (tests/oracle.py).
+"""mmvref._fast.sparse.ops against the plain-loop oracle (tests/oracle.py).
 
 Integers must be bit-identical to the exact result (or raise / wrap on
 overflow); floats must lie within the documented bound
@@ -17,10 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle import oracle_spmv, wrap
 
-import mmvref._fast.spmv as spmv_mod
-from mmvref._fast import _spmv_kernels as K
+import mmvref._fast.sparse.ops as spmv_mod
+from mmvref._fast.sparse import _portable_spmv as K
 from mmvref._fast import _target
-from mmvref._fast.spmv import spmv
+from mmvref._fast.sparse.ops import spmv
 
 INT_DTYPES = ["int8", "int16", "int32", "int64"]
 FLOAT_DTYPES = ["float16", "float32", "float64"]
@@ -549,7 +549,7 @@ def test_avx2_path_reads_x_with_gather_instructions(index_dtype, dtype, mnemonic
         pytest.skip(f"the compile target {_target.target().cpu} has no avx2 path")
     from numba import typeof
 
-    from mmvref._fast import _spmv_avx2
+    from mmvref._fast.sparse import _avx2 as _spmv_avx2
 
     a = lambda dt: np.zeros(1, dt)  # noqa: E731 - argument types only
     args = (a(np.int64), a(index_dtype), a(dtype), a(dtype), a(dtype), a(np.int64), a(np.int64), a(dtype),

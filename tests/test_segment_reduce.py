@@ -143,7 +143,7 @@ def long_segments_split(data):
     """Draw whether to lower segreduce's long-segment threshold (when it has one), so that small inputs
     take the path that reduces a segment longer than a thread's share in parts and recombines them."""
     try:
-        from mmvref._fast import segreduce
+        from mmvref._fast.segment import _nd as segreduce
     except ImportError:  # pragma: no cover
         segreduce = None
     old = getattr(segreduce, "_LONG_MIN", None)

@@ -177,7 +177,7 @@ _COMPILE_ONLY = """
                                    a(types.uint8)))
         mod.segsum_int32.compile((a(xt), a(types.uint8), a(i64), a(i64), a(types.int32), a(i64), a(i64), b, a(b), b))
     from numba import typeof
-    from mmvref._fast import _spmv_kernels as K
+    from mmvref._fast.sparse import _portable_spmv as K
     P = _target.kernels("spmv")
     print("spmv path", P.__name__, P.GATHER)
     for it in (types.int32, types.int64):

@@ -1,4 +1,4 @@
-"""mmvref.torch_scatter (torch_scatter's API) and the torch custom ops of mmvref._torch_ops.
+"""mmvref.torch_scatter (torch_scatter's API) and the torch custom ops of mmvref._fast.segment._torch.
 
 Expected values come from torch_scatter's documented behaviour, computed by an independent
 plain-Python-loop oracle over every element (never by the code under test): the output cell of
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.native_only
 
 import mmvref  # noqa: E402
 import mmvref.torch_scatter as ts  # noqa: E402
-from mmvref import _torch_ops as T  # noqa: E402
+from mmvref._fast.segment import _torch as T  # noqa: E402
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int32, torch.int64]
 FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)

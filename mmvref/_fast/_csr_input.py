@@ -10,8 +10,8 @@ import numba
 import numpy as np
 
 from .._validate import as_csr
-from . import _seg_kernels as K
-from ._io import is_tensor, to_numpy
+from .segment import _portable as K
+from .._validate import is_tensor, to_numpy
 
 __all__ = ["csr_parts", "shape_pair", "index_arrays", "int_array", "raise_invalid", "check_indptr_order",
            "long_segments"]

@@ -32,7 +32,7 @@ misconfiguration.
 
 Op families and their paths are in ``FAMILIES``; ``path(family)`` is the one the
 ops call. ``portable`` kernels are plain loops and generic LLVM vector IR
-(``_vec``), which LLVM lowers for whatever the target is (AVX-512, AVX2, SSE2,
+(``segment._portable_vec``), which LLVM lowers for whatever the target is (AVX-512, AVX2, SSE2,
 NEON); ``avx512`` and ``avx2`` kernels use x86 intrinsics of those extensions and
 are imported only when chosen.
 """
@@ -55,22 +55,25 @@ LEVELS = ("avx512", "avx2", "portable")
 REQUIRES = {"avx512": ("avx512f",), "avx2": ("avx2",), "portable": ()}
 
 #: op family -> {level: module under mmvref._fast holding that path's kernels}, best first.
-#: A family without an entry for a level uses the next lower one it has.
+#: A family without an entry for a level uses the next lower one it has. The packages are the op
+#: families (``segment``, ``compress``, ``scanfamily``, ``sparse``), each with its boundary ``ops``.
 FAMILIES: dict[str, dict[str, str]] = {
-    "scan (int8/16/32 -> int32)": {"avx512": "_avx512", "avx2": "_avx2", "portable": "_seg_kernels"},
-    "segmented_scan (int8/16/32 -> int32)": {"avx512": "_avx512", "avx2": "_avx2", "portable": "_seg_kernels"},
-    "segmented_sum (int8/16/32 -> int32)": {"avx512": "_avx512", "avx2": "_avx2", "portable": "_seg_kernels"},
-    "scan, segmented ops (int64, floats)": {"portable": "_seg_kernels"},
-    "segment_sum_csr": {"portable": "_seg_kernels"},
+    "scan (int8/16/32 -> int32)": {"avx512": "segment._avx512", "avx2": "segment._avx2", "portable": "segment._portable"},
+    "segmented_scan (int8/16/32 -> int32)": {"avx512": "segment._avx512", "avx2": "segment._avx2",
+                                             "portable": "segment._portable"},
+    "segmented_sum (int8/16/32 -> int32)": {"avx512": "segment._avx512", "avx2": "segment._avx2",
+                                            "portable": "segment._portable"},
+    "scan, segmented ops (int64, floats)": {"portable": "segment._portable"},
+    "segment_sum_csr": {"portable": "segment._portable"},
     # one portable LLVM vector loop (generic vector IR, lowered for the compile target)
-    "segment_csr / segment_coo / scatter (N-d)": {"portable": "_segreduce_kernels"},
-    "compress, compress_ind": {"portable": "_seg_kernels"},
+    "segment_csr / segment_coo / scatter (N-d)": {"portable": "segment._portable_nd"},
+    "compress, compress_ind": {"portable": "compress._portable"},
     # float SpMV: on AVX-512 targets LLVM's own gathers (zmm) are the AVX-512 path; AVX2 forces
     # hardware gathers, which LLVM's tuning scalarizes on AMD Zen
-    "spmv": {"avx512": "_spmv_kernels", "avx2": "_spmv_avx2", "portable": "_spmv_kernels"},
-    "spmm": {"portable": "_spmm_kernels"},
-    "spgemm": {"portable": "_spgemm_kernels"},
-    "scan family (split, sort, topk, sampling)": {"portable": "_scanfamily_kernels"},
+    "spmv": {"avx512": "sparse._portable_spmv", "avx2": "sparse._avx2", "portable": "sparse._portable_spmv"},
+    "spmm": {"portable": "sparse._portable_spmm"},
+    "spgemm": {"portable": "sparse._portable_spgemm"},
+    "scan family (split, sort, topk, sampling)": {"portable": "scanfamily._portable"},
 }
 
 _X86 = ("x86_64", "i386", "i686", "x86", "amd64")

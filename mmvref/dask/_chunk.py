@@ -10,7 +10,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .._fast.segops import _overflow, _wrap
+from .._fast._policy import overflow_error as _overflow
+from .._fast._policy import wrap_int as _wrap
 from .._threading import guarded
 
 __all__ = ["check_flags", "first_last", "summary", "stats", "exact_sum", "combine", "identity", "open_overflows",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dask
 import numpy as np
 
-from .. import _fast
+from .._fast.compress import ops as compress_ops
 from . import _chunk as C
 from . import _graph as G
 
@@ -29,5 +29,5 @@ def compress(x, mask):
     counts = G.new_array(name + "-count", {(name + "-count", i): (_count, (m.name, i)) for i in range(nb)}, [m],
                          ((1,) * nb,), np.int64)
     k = np.asarray(dask.compute(counts)[0], np.int64)
-    dsk = {(name, i): (_fast.segops.compress, (x.name, i), (m.name, i)) for i in range(nb)}
+    dsk = {(name, i): (compress_ops.compress, (x.name, i), (m.name, i)) for i in range(nb)}
     return G.new_array(name, dsk, [x, m], (tuple(int(v) for v in k),), x.dtype)

@@ -11,7 +11,7 @@ import numpy as np
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
-from .._fast._io import to_numpy
+from .._validate import to_numpy
 from .._validate import as_flags
 from ..registry import REGISTRY
 
@@ -26,15 +26,15 @@ FANIN = 32
 
 def result_dtypes(x, dtype, op):
     """(compute dtype, result dtype) of ``op`` by the single-machine ops' one rule
-    (``mmvref._fast.segreduce.dtypes``: int8 ... float64 may be asked for): the graph computes at
+    (``mmvref._fast._policy.result_dtypes``: int8 ... float64 may be asked for): the graph computes at
     the first and ``narrowed`` gives the second, as the single-machine op does."""
-    from .._fast.segreduce import dtypes
+    from .._fast._policy import result_dtypes as dtypes
 
     return dtypes(np.empty(0, x.dtype), dtype, op)
 
 
 def _finish_block(block, cdt, fin, overflow, op):
-    from .._fast.segreduce import finish
+    from .._fast._policy import finish
 
     return finish(block, None, cdt, fin, overflow, op)
 

@@ -18,7 +18,7 @@ import operator
 import dask
 import numpy as np
 
-from .. import _fast
+from .._fast.segment import ops as segment_ops
 from .._threading import guarded
 from .._validate import as_indptr, check_overflow
 from . import _chunk as C
@@ -48,7 +48,7 @@ def _segsum_chunk(x, f, summ, carry, first, last, rdt, overflow):
         if not first:  # the segment begun in earlier chunks closes at this chunk's first start
             parts.append([C.closing_value(carry[1] + open_sum, rdt, overflow, "segmented_sum")])
         if ls > fs:  # the segments from the first start to the last one lie in this chunk
-            parts.append(_fast.segops.segmented_sum(x[fs:ls], f[fs:ls], dtype=rdt, overflow=overflow))
+            parts.append(segment_ops.segmented_sum(x[fs:ls], f[fs:ls], dtype=rdt, overflow=overflow))
         if last:
             parts.append([C.closing_value(tail, rdt, overflow, "segmented_sum")])
     return np.concatenate([np.asarray(p, rdt) for p in parts]) if parts else np.empty(0, rdt)
@@ -103,12 +103,12 @@ def _csr_chunk(x, ip, carry, rdt, overflow):
     if ip.size == 1:
         return np.empty(0, rdt)
     if ip[0] >= 0:
-        return _fast.segops.segment_sum_csr(x[:ip[-1]], ip, dtype=rdt, overflow=overflow)
+        return segment_ops.segment_sum_csr(x[:ip[-1]], ip, dtype=rdt, overflow=overflow)
     head = C.closing_value(carry[1] + C.exact_sum(x[:ip[1]], rdt), rdt, overflow, "segment_sum_csr")
     rest = ip[1:] - ip[1]
     out = np.empty(ip.size - 1, rdt)
     out[0] = head
-    out[1:] = _fast.segops.segment_sum_csr(x[ip[1]:ip[-1]], rest, dtype=rdt, overflow=overflow)
+    out[1:] = segment_ops.segment_sum_csr(x[ip[1]:ip[-1]], rest, dtype=rdt, overflow=overflow)
     return out
 
 

@@ -13,9 +13,11 @@ import operator
 
 import numpy as np
 
-from .. import _fast
-from .._fast.segops import _overflow, _result_dtype
-from .._fast.segops import _scan_1d as _scan_into
+from .._fast.scanfamily import ops as scanfamily_ops
+from .._fast.segment import ops as segment_ops
+from .._fast._policy import kernel_result_dtype as _result_dtype
+from .._fast._policy import overflow_error as _overflow
+from .._fast.segment._column import _scan_1d as _scan_into
 from .._threading import guarded
 from .._validate import check_bool, check_overflow
 from . import _chunk as C
@@ -32,8 +34,8 @@ def _scan_chunk(x, f, summ, carry, exclusive, rdt, overflow, op):
         return np.empty(0, rdt)
     if fs == 0:  # every segment of the chunk starts in it: the single-machine op decides everything
         if f is None:
-            return _fast.segops.scan(x, exclusive=exclusive, dtype=rdt, overflow=overflow)
-        return _fast.segops.segmented_scan(x, f, exclusive=exclusive, dtype=rdt, overflow=overflow)
+            return segment_ops.scan(x, exclusive=exclusive, dtype=rdt, overflow=overflow)
+        return segment_ops.segmented_scan(x, f, exclusive=exclusive, dtype=rdt, overflow=overflow)
     c = carry[1]
     if overflow == "raise" and C.open_overflows(x[:fs], c, rdt, exclusive, summ[4]):
         raise _overflow(op, rdt)
@@ -41,7 +43,7 @@ def _scan_chunk(x, f, summ, carry, exclusive, rdt, overflow, op):
     # the carry enters the scan as its initial value: no second pass over the chunk
     _scan_into(x[:fs], exclusive=exclusive, dtype=rdt, overflow="wrap", initial=c, into=z[:fs])
     if fs < n:
-        z[fs:] = _fast.segops.segmented_scan(x[fs:], f[fs:], exclusive=exclusive, dtype=rdt, overflow=overflow)
+        z[fs:] = segment_ops.segmented_scan(x[fs:], f[fs:], exclusive=exclusive, dtype=rdt, overflow=overflow)
     return z
 
 
@@ -99,11 +101,11 @@ def _batched_chunk(block, carry, first, exclusive, rdt, overflow):
     if block.size == 0:
         return np.empty(block.shape, rdt)
     if first:
-        return _fast.scanfamily.batched_scan(block, exclusive=exclusive, dtype=rdt, overflow=overflow)
+        return scanfamily_ops.batched_scan(block, exclusive=exclusive, dtype=rdt, overflow=overflow)
     c = carry[1]
     if overflow == "raise" and C.rows_overflow(block, c, rdt, exclusive):
         raise _overflow("batched_scan", rdt)
-    z = _fast.scanfamily.batched_scan(block, exclusive=exclusive, dtype=rdt, overflow="wrap")
+    z = scanfamily_ops.batched_scan(block, exclusive=exclusive, dtype=rdt, overflow="wrap")
     if rdt.kind == "f":
         with np.errstate(over="ignore", invalid="ignore"):
             z += c.astype(rdt)[:, None]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import dask.array as da
 import numpy as np
 
-from .. import _fast
+from .._fast.sparse import ops as sparse_ops
 from .._dtypes import result_dtype
 from .._fast._csr_input import csr_parts, int_array
-from .._fast._io import to_numpy
+from .._validate import to_numpy
 from .._validate import as_indptr, as_values, check_overflow
 from . import _graph as G
 
@@ -20,7 +20,7 @@ BLOCK_NNZ = 1 << 22
 
 
 def _block(indptr, indices, data, shape, x, overflow):
-    return _fast.spmv.spmv((indptr, indices, data, shape), x, overflow=overflow)
+    return sparse_ops.spmv((indptr, indices, data, shape), x, overflow=overflow)
 
 
 def _row_cuts(ip, m, row_chunks):

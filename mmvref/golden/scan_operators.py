@@ -14,16 +14,7 @@ import math
 import numpy as np
 
 from .. import mmv
-from .._validate import (
-    as_flags,
-    as_uniform,
-    as_values,
-    check_bool,
-    check_cores,
-    check_int,
-    check_s,
-    check_weights,
-)
+from .._validate import as_flags, as_uniform, as_values, check_bool, check_cores, check_int, check_s, check_weights
 from ._words import DEFAULT_S
 from .ascend_scan import exclusive_shift, mc_scan_words, reduce_sum
 

@@ -1,4 +1,4 @@
-"""Numba kernels of the fast CSR SpMV (``mmvref._fast.spmv``).
+"""Numba kernels of the fast CSR SpMV (``mmvref._fast.sparse.ops``).
 
 Work split (``partition``): the rows and nonzeros are cut into chunks of
 about equal cost ``nnz + ROW_COST * rows`` along the merge path of
@@ -66,8 +66,9 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
 from numba.core import cgutils
-from numba.core import types as nbtypes
-from numba.extending import NativeValue, intrinsic, models, register_model, typeof_impl, unbox
+from numba.extending import intrinsic
+
+from ._gather import Gather, GatherKind, _elem_bytes  # noqa: F401  (Gather: the kernels' marker type)
 
 __all__ = ["partition", "float_rows", "float_rows_serial", "int_rows", "int_rows_serial", "combine",
            "combine_bound", "lanes", "Gather", "GATHER", "LONG_ROW"]
@@ -89,7 +90,7 @@ def _vec_bits() -> int:
     scalarizes its gathers), 256 against 512 bits: equal within noise on the small
     attention matrices, faster on power-law and uniform 1M (2 threads, kernel only:
     uniform float32 20.2 -> 15.4 ms, power-law float32 20.6 -> 16.2 ms)."""
-    from . import _target
+    from .. import _target
 
     t = _target.target()
     return 512 if t.is_x86 and t.has("avx512f") else 256
@@ -118,39 +119,6 @@ def lanes(acc_dtype) -> int:
 
 # ----------------------------------------------------------------------------- gather kinds
 
-class GatherKind(nbtypes.Type):
-    """Numba type of a ``Gather`` marker: which instructions read x[indices]."""
-
-    def __init__(self, isa):
-        self.isa = isa
-        super().__init__(name=f"GatherKind({isa})")
-
-
-class Gather:
-    """Marker passed to the float kernels to choose how x[indices] is read. Its Numba
-    type (``GatherKind``) carries the choice, so the kernels compile once per kind
-    and Numba's cache keeps each kind's machine code apart."""
-
-    __slots__ = ("isa",)
-
-    def __init__(self, isa: str):
-        self.isa = isa
-
-    def __repr__(self):
-        return f"Gather({self.isa!r})"
-
-
-@typeof_impl.register(Gather)
-def _typeof_gather(val, c):
-    return GatherKind(val.isa)
-
-
-register_model(GatherKind)(models.OpaqueModel)
-
-
-@unbox(GatherKind)
-def _unbox_gather(typ, obj, c):
-    return NativeValue(c.context.get_dummy_value())  # the type is the information
 
 
 #: LLVM's generic masked gather, lowered by LLVM for the compile target
@@ -160,7 +128,7 @@ GATHER = Gather("llvm")
 def _gather_emitter(kind, S):
     """gather(base, idx, elem_t, align, mask) for a GatherKind."""
     if kind.isa == "avx2":
-        from . import _spmv_avx2  # only reached when that path was chosen (so the target has AVX2)
+        from . import _avx2 as _spmv_avx2  # only reached when that path was chosen (so the target has AVX2)
 
         return lambda base, idx, elem_t, align, mask: _spmv_avx2.emit_gather(S, base, idx, elem_t, mask)
     return S.gather
@@ -268,12 +236,6 @@ def _convert(builder, v, src_t, dst_vt, src_signed=True):
     if isinstance(src_t, ir.IntType):
         return builder.sitofp(v, dst_vt) if src_signed else builder.uitofp(v, dst_vt)
     return builder.fpext(v, dst_vt)
-
-
-def _elem_bytes(t):
-    if isinstance(t, ir.IntType):
-        return t.width // 8
-    return 4 if isinstance(t, ir.FloatType) else 8
 
 
 def _check_arrays(*arrs):

@@ -1,4 +1,4 @@
-"""Numba kernels of the fast SpMM (``mmvref._fast.sparse_products.spmm``).
+"""Numba kernels of the fast SpMM (``mmvref._fast.sparse.ops.spmm``).
 
 Rows in parallel (tasks of about equal nonzeros), each row's products added
 in index order into a private accumulator: every lane j of row r does

@@ -50,8 +50,8 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._seg_kernels import BLOCK, I32_MAX, _first_flag
-from ._vec import _call, _splat, adjacent_diff, load_lanes, strided_loop, sum_i64
+from ._portable import BLOCK, I32_MAX, _first_flag
+from ._portable_vec import _call, _splat, adjacent_diff, load_lanes, strided_loop, sum_i64
 
 __all__ = ["scan_int32", "segscan_int32", "segsum_int32", "segsum_int32_nocount", "gather_slots", "scan8"]
 

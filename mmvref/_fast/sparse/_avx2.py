@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ._spmv_kernels import Gather, _elem_bytes
+from ._gather import Gather, _elem_bytes
 
 __all__ = ["GATHER", "LONG_ROW", "SCALAR_SHORT", "emit_gather"]
 

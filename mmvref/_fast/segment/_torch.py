@@ -46,7 +46,7 @@ Backward (gradients are returned in ``src``'s dtype):
 - gather_csr: segment_csr sum of the gradient (so sum's double backward works).
 
 Routing functions, called by the public numpy-level functions of ``mmvref`` when
-``mmvref._fast._io.needs_torch_op(...)`` is true (a torch input that requires grad under grad mode,
+``mmvref._fast._policy.needs_torch_op(...)`` is true (a torch input that requires grad under grad mode,
 or tracing by torch.compile). Names and argument order follow the public functions; every argument
 may be passed by keyword. dtype=None means the project's result dtype (``mmvref._dtypes.result_dtype``:
 int8/16/32 -> int32, int64 -> int64, float16 -> float32; bfloat16 stays bfloat16); ``out=`` is
@@ -78,14 +78,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
-import mmvref
 
-from ._dtypes import VALUE_DTYPES, result_dtype
-from ._fast import _segreduce_kernels as R
-from ._fast._io import needs_torch_op, to_numpy
-from ._fast.segreduce import _index as _plain_index
-from ._fast.segreduce import check_size
-from ._validate import _asarray, as_flags, as_indptr, check_bool
+from ..._dtypes import VALUE_DTYPES, result_dtype
+from . import _portable_nd as R
+from .._policy import needs_torch_op
+from ..._validate import to_numpy
+from . import _arrays
+from .._policy import check_size
+from ._arrays import _index as _plain_index
+from ..._validate import _asarray, as_flags, as_indptr, check_bool
 
 __all__ = [
     "segment_csr", "segment_coo", "scatter", "gather_csr", "segment_sum_csr", "segmented_sum",
@@ -177,7 +178,7 @@ def _segment_csr_kernel(src: Tensor, indptr: Tensor, dim: int, reduce: str,
     _dim(dim, src.dim())
     td = src.dtype if dtype is None else dtype
     s, p = _np_in(src), to_numpy(indptr, "indptr")
-    res = mmvref.segment_csr(s, p, axis=dim, reduce=r, return_arg=r in _ARG_REDUCE, dtype=_np_dtype(td),
+    res = _arrays.segment_csr(s, p, axis=dim, reduce=r, return_arg=r in _ARG_REDUCE, dtype=_np_dtype(td),
                              overflow=overflow)
     if r in _ARG_REDUCE:
         return _wrap(res[0], (s, p), td), _wrap(res[1], (s, p), torch.int64)
@@ -296,7 +297,7 @@ def _gather_csr_kernel(src: Tensor, indptr: Tensor, dim: int, size: Optional[int
     s, p = _np_in(src.detach().view(torch.int16) if half else src), to_numpy(indptr, "indptr")
     if size is not None and p.size and int(p[-1]) != size:
         raise ValueError(f"indptr[-1] = {int(p[-1])} does not match the output length {size}")
-    res = mmvref.gather_csr(s, p, axis=dim)
+    res = _arrays.gather_csr(s, p, axis=dim)
     if half:
         return _wrap(res, (s, p), torch.int16).view(src.dtype)
     return _wrap(res, (s, p), src.dtype)
@@ -359,13 +360,13 @@ def _index_fake(src, index, dim, dim_size, reduce, dtype=None, overflow="raise")
 @torch.library.custom_op("mmvref::scatter", mutates_args=(), device_types="cpu")
 def _scatter_op(src: Tensor, index: Tensor, dim: int, dim_size: int, reduce: str,
                 dtype: Optional[torch.dtype] = None, overflow: str = "raise") -> tuple[Tensor, Tensor]:
-    return _index_kernel(mmvref.scatter, src, index, dim, dim_size, reduce, dtype, overflow)
+    return _index_kernel(_arrays.scatter, src, index, dim, dim_size, reduce, dtype, overflow)
 
 
 @torch.library.custom_op("mmvref::segment_coo", mutates_args=(), device_types="cpu")
 def _segment_coo_op(src: Tensor, index: Tensor, dim: int, dim_size: int, reduce: str,
                     dtype: Optional[torch.dtype] = None, overflow: str = "raise") -> tuple[Tensor, Tensor]:
-    return _index_kernel(mmvref.segment_coo, src, index, dim, dim_size, reduce, dtype, overflow)
+    return _index_kernel(_arrays.segment_coo, src, index, dim, dim_size, reduce, dtype, overflow)
 
 
 _scatter_op.register_fake(_index_fake)
@@ -434,7 +435,7 @@ def _segmented_sum_op(x: Tensor, flags: Tensor, dim: int, reduce: str, dtype: Op
     _dim(dim, x.dim())
     td = x.dtype if dtype is None else dtype
     s, f = _np_in(x), to_numpy(flags, "flags")
-    res = mmvref.segmented_sum(s, f, axis=dim, reduce=r, return_arg=r in _ARG_REDUCE, dtype=_np_dtype(td),
+    res = _arrays.segmented_sum(s, f, axis=dim, reduce=r, return_arg=r in _ARG_REDUCE, dtype=_np_dtype(td),
                                overflow=overflow)
     if r in _ARG_REDUCE:
         return _wrap(res[0], (s, f), td), _wrap(res[1], (s, f), torch.int64)
@@ -480,7 +481,7 @@ def _scan_op(x: Tensor, dim: int, exclusive: bool = False, dtype: Optional[torch
     _dim(dim, x.dim())
     td = x.dtype if dtype is None else dtype
     s = _np_in(x)
-    res = mmvref.scan(s, axis=dim, exclusive=exclusive, dtype=_np_dtype(td), overflow=overflow)
+    res = _arrays.scan(s, axis=dim, exclusive=exclusive, dtype=_np_dtype(td), overflow=overflow)
     return _wrap(res, (s,), td)
 
 
@@ -514,7 +515,7 @@ def _segmented_scan_op(x: Tensor, flags: Tensor, dim: int, exclusive: bool = Fal
     _dim(dim, x.dim())
     td = x.dtype if dtype is None else dtype
     s, f = _np_in(x), to_numpy(flags, "flags")
-    res = mmvref.segmented_scan(s, f, axis=dim, exclusive=exclusive, dtype=_np_dtype(td), overflow=overflow)
+    res = _arrays.segmented_scan(s, f, axis=dim, exclusive=exclusive, dtype=_np_dtype(td), overflow=overflow)
     return _wrap(res, (s, f), td)
 
 
@@ -565,9 +566,9 @@ OPS = {
 KERNELS = {
     "segment_csr": _segment_csr_kernel, "gather_csr": _gather_csr_kernel,
     "scatter": lambda src, index, dim, dim_size, reduce, dtype=None, overflow="raise": _index_kernel(
-        mmvref.scatter, src, index, dim, dim_size, reduce, dtype, overflow),
+        _arrays.scatter, src, index, dim, dim_size, reduce, dtype, overflow),
     "segment_coo": lambda src, index, dim, dim_size, reduce, dtype=None, overflow="raise": _index_kernel(
-        mmvref.segment_coo, src, index, dim, dim_size, reduce, dtype, overflow),
+        _arrays.segment_coo, src, index, dim, dim_size, reduce, dtype, overflow),
 }
 
 

@@ -24,8 +24,7 @@ import numpy as np
 from numba import njit, prange
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from ._segreduce_vec import ROW_STEPS, ROW_W, vrow
-from ._vec import block_prefix, count_nonzero_or, prefetch, rows_from_prefix, same_width, sum_i64
+from ._portable_vec import block_prefix, count_nonzero_or, prefetch, rows_from_prefix, same_width, sum_i64
 
 BLOCK = 1024
 I32_MAX = 2147483647
@@ -385,31 +384,6 @@ def segsum_int_sparse(x, f, f64, starts, bases, out, heads, tails, mins, maxs):
         maxs[c] = mx
 
 
-@njit(cache=True, parallel=True)
-def segsum_float(x, f, starts, bases, out, heads, tails, zero):
-    """Float segment sums, accumulated directly in index order (no prefix
-    differences); same ownership and head/tail protocol as ``segsum_int``."""
-    for c in prange(starts.size - 1):
-        lo, hi = starts[c], starts[c + 1]
-        fs = f[lo:hi]
-        xs = x[lo:hi]
-        m = 0 if lo == 0 else _first_flag(fs)
-        if lo == 0 and xs.size > 0:
-            m = _first_flag(fs[1:]) + 1
-        h = zero
-        for i in range(m):
-            h += xs[i]
-        heads[c] = h
-        k = np.uint64(bases[c])
-        a = zero
-        for i in range(m, xs.size):
-            fi = fs[i]
-            k += np.uint64(fi)
-            a = xs[i] + (a if fi == 0 else zero)
-            out[k] = a
-        tails[c] = a
-
-
 # ----------------------------------------------------------------------------- CSR segment sums
 
 @njit(cache=True, parallel=True)
@@ -523,108 +497,7 @@ def csr_sums_int_short(x, indptr, rstarts, out, mins, maxs, bad, bufs, suspect):
         suspect[t] = lmax * xmax > I32_MAX
 
 
-@njit(cache=True, parallel=True, fastmath={"reassoc", "nsz", "arcp", "contract"})
-def csr_sums_float(x, indptr, rstarts, share, out, zero):
-    """Float segment sums; summation order within a row is left to the
-    vectorizer (reassociation): |err| <= (len-1) u sum|x| holds for any order.
-    Rows whose vector steps stay inside x take ``vrow`` (ROW_W positions a step,
-    masked, no loop set-up per row: most rows hold ~10 elements)."""
-    row_end = x.size - (ROW_W - 1)
-    head_end = x.size - ROW_STEPS * ROW_W
-    for t in prange(rstarts.size - 1):
-        for r in range(rstarts[t], rstarts[t + 1]):
-            lo, hi = indptr[r], indptr[r + 1]
-            if hi - lo > share:
-                continue
-            if lo < hi and hi <= row_end and lo <= head_end:
-                out[r] = vrow(x, lo, hi, 0)
-                continue
-            xs = x[lo:hi]
-            a = zero  # a typed zero: out is uninitialised
-            for i in range(xs.size):
-                a += xs[i]
-            out[r] = a
-
-
-@njit(cache=True, parallel=True, fastmath={"reassoc", "nsz", "arcp", "contract"})
-def range_sums_float(x, starts, out):
-    """``chunk_sums`` with reassociation allowed, for the pieces of a long float
-    segment (vectorized; the segment_sum_csr bound holds for any order). The scan's
-    chunk sums keep ``chunk_sums`` (strict order)."""
-    for c in prange(starts.size - 1):
-        xs = x[starts[c]:starts[c + 1]]
-        a = out[c] - out[c]
-        for i in range(xs.size):
-            a += xs[i]
-        out[c] = a
-
-
 # ----------------------------------------------------------------------------- compress
-
-@njit(cache=True, parallel=True)
-def compress_kernel(x, m, starts, bases, out):
-    """Branch-free: every element is stored at the next free slot, which only
-    advances where the mask is set. The one trailing store of a chunk lands on
-    the next chunk's first slot (or the spare last slot) and is repaired by
-    ``compress_repair`` after the parallel region."""
-    for c in prange(starts.size - 1):
-        lo, hi = starts[c], starts[c + 1]
-        xs = x[lo:hi]
-        ms = m[lo:hi]
-        k = np.uint64(bases[c])
-        for i in range(xs.size):
-            out[k] = xs[i]
-            k += np.uint64(ms[i] != 0)
-
-
-@njit(cache=True)
-def compress_repair(x, m, starts, bases, out):
-    for c in range(1, starts.size - 1):
-        lo, hi = starts[c], starts[c + 1]
-        if bases[c + 1] == bases[c]:
-            continue  # chunk c kept nothing; the repair of a later chunk covers the slot
-        for i in range(lo, hi):
-            if m[i] != 0:
-                out[bases[c]] = x[i]
-                break
-
-
-@njit(cache=True, parallel=True)
-def compress_ind_kernel(x, m, starts, bases, out, idx):
-    """``compress_kernel`` that also stores every element's position in ``idx``
-    (the same slot, the same trailing store per chunk, repaired by
-    ``compress_ind_repair``). A chunk keeping few elements (under 1/16 of its
-    own) stores only those: chunks keeping nothing would otherwise all store to
-    one slot at once, every thread fighting for its cache line."""
-    for c in prange(starts.size - 1):
-        lo, hi = starts[c], starts[c + 1]
-        xs = x[lo:hi]
-        ms = m[lo:hi]
-        k = np.uint64(bases[c])
-        if (bases[c + 1] - bases[c]) * 16 < hi - lo:
-            for i in range(xs.size):
-                if ms[i] != 0:
-                    out[k] = xs[i]
-                    idx[k] = lo + i
-                    k += np.uint64(1)
-        else:
-            for i in range(xs.size):
-                out[k] = xs[i]
-                idx[k] = lo + i
-                k += np.uint64(ms[i] != 0)
-
-
-@njit(cache=True)
-def compress_ind_repair(x, m, starts, bases, out, idx):
-    for c in range(1, starts.size - 1):
-        lo, hi = starts[c], starts[c + 1]
-        if bases[c + 1] == bases[c]:
-            continue  # chunk c kept nothing; the repair of a later chunk covers the slot
-        for i in range(lo, hi):
-            if m[i] != 0:
-                out[bases[c]] = x[i]
-                idx[bases[c]] = i
-                break
 
 
 # ----------------------------------------------------------------------------- exact checks (rare path)
@@ -686,3 +559,99 @@ def exact_csr_range(x, indptr, lo_lim, hi_lim):
         if hi != 0 or a < lo_lim or a > hi_lim:
             return False
     return True
+
+
+# ----------------------------------------------------------------------------- rows (scan along the last axis)
+
+@njit(cache=True)
+def _scan_row_seq(xr, orow, exclusive, check64):
+    """One row scanned in int64 words, tracking (min, max of the words,
+    int64 overflow seen): exact, checked in index order, so the first int64
+    overflow is seen exactly (every earlier word was exact)."""
+    a = np.int64(0)
+    mn = np.int64(0)
+    mx = np.int64(0)
+    bad = np.int64(0)
+    last = xr.size - 1
+    for i in range(xr.size):
+        v = np.int64(xr[i])
+        s = a + v
+        if check64 and (i < last or not exclusive):  # an exclusive scan never writes the row total
+            bad |= (a ^ s) & (v ^ s)
+        r = a if exclusive else s
+        orow[i] = r
+        mn = min(mn, r)
+        mx = max(mx, r)
+        a = s
+    return mn, mx, bad < 0
+
+
+@njit(cache=True)
+def _scan_row_or(xr, orow, exclusive):
+    """One row scanned in int64 words; returns the OR of (word + 2**31) over the
+    words written: a bit at or above bit 32 is set iff some word leaves int32
+    (two operations per element where a min/max pair takes four)."""
+    a = np.int64(0)
+    b = np.int64(0)
+    off = np.int64(2**31)
+    if exclusive:
+        for i in range(xr.size):
+            orow[i] = a
+            b |= a + off
+            a += np.int64(xr[i])
+    else:
+        for i in range(xr.size):
+            a += np.int64(xr[i])
+            orow[i] = a
+            b |= a + off
+    return b
+
+
+@njit(cache=True)
+def _scan_row_plain(xr, orow, exclusive):
+    a = np.int64(0)
+    if exclusive:
+        for i in range(xr.size):
+            orow[i] = a
+            a += np.int64(xr[i])
+    else:
+        for i in range(xr.size):
+            a += np.int64(xr[i])
+            orow[i] = a
+
+
+@njit(cache=True, parallel=True)
+def rows_scan_int(x, out, exclusive, mode, lo, hi, ovf):
+    """Row-wise scans accumulated in int64 words, stored into ``out`` (a
+    narrowing store wraps, two's complement). mode 0: no check; mode 1:
+    ovf[r] = a word of row r leaves int32; mode 2: lo/hi[r] = min/max of the
+    words and ovf[r] = an int64 word overflowed (``_scan_row_seq``)."""
+    for r in prange(x.shape[0]):
+        xr = x[r]
+        orow = out[r]
+        if mode == 2:
+            mn, mx, bad = _scan_row_seq(xr, orow, exclusive, True)
+            lo[r] = mn
+            hi[r] = mx
+            ovf[r] = bad
+        elif mode == 1:
+            ovf[r] = (_scan_row_or(xr, orow, exclusive) >> 32) != 0
+        else:
+            _scan_row_plain(xr, orow, exclusive)
+
+
+@njit(cache=True, parallel=True)
+def rows_scan_float(x, out, exclusive, zero):
+    """Row-wise scans accumulated in the result dtype (that of ``zero``), in index order."""
+    for r in prange(x.shape[0]):
+        xr = x[r]
+        orow = out[r]
+        a = zero
+        if exclusive:
+            for i in range(xr.size):
+                orow[i] = a
+                a += xr[i]
+        else:
+            for i in range(xr.size):
+                a += xr[i]
+                orow[i] = a

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._segreduce_vec import MAX, MEAN, MIN, PROD, ROW_STEPS, ROW_W, SUM, vreduce, vrow
+from ._portable_nd_vec import MAX, MEAN, MIN, PROD, ROW_STEPS, ROW_W, SUM, vreduce, vrow
 
 REDUCE_CODES = {"sum": SUM, "add": SUM, "mean": MEAN, "min": MIN, "max": MAX, "prod": PROD, "mul": PROD}
 

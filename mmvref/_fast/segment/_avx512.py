@@ -49,8 +49,8 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._seg_kernels import BLOCK, I32_MAX, _first_flag
-from ._vec import (
+from ._portable import BLOCK, I32_MAX, _first_flag
+from ._portable_vec import (
     _call,
     _splat,
     absmax16,

@@ -1,4 +1,4 @@
-"""Numba kernels of the fast SpGEMM (``mmvref._fast.sparse_products.spgemm``):
+"""Numba kernels of the fast SpGEMM (``mmvref._fast.sparse.ops.spgemm``):
 row-wise Gustavson, rows in parallel (tasks of about equal products).
 
 - ``row_products``: every row's number of products, the upper bound of its

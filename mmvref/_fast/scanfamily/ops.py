@@ -40,11 +40,13 @@ import math
 import numba
 import numpy as np
 
-from .._threading import guarded
-from .._validate import as_flags, as_uniform, as_values, check_bool, check_int, check_overflow, check_weights
-from . import _scanfamily_kernels as K
-from ._io import is_tensor, like_input, to_numpy
-from .segops import _I64, _narrow, _narrowing, _overflow, _result_dtype, _scan_1d
+from ..._threading import guarded
+from ..._validate import as_flags, as_uniform, as_values, check_bool, check_int, check_overflow, check_weights
+from . import _portable as K
+from .._policy import like_input
+from ..._validate import is_tensor, to_numpy
+from .._policy import kernel_result_dtype
+from ..segment._column import scan_rows
 
 __all__ = ["batched_scan", "split", "split_ind", "radix_sort", "argsort", "topk", "weighted_sample",
            "top_p_sample"]
@@ -363,47 +365,10 @@ def batched_scan(x, *, exclusive=False, dtype=None, overflow="raise"):
     """
     src = x
     x = _values(x, ndims=(2,))
-    rdt = _result_dtype(x, dtype, "batched_scan")
+    rdt = kernel_result_dtype(x, dtype, "batched_scan")
     check_overflow(overflow)
     ex = check_bool(exclusive, "exclusive")
-    return like_input(_batched_scan(x, ex, rdt, overflow), src)
-
-
-def _batched_scan(x, ex, rdt, overflow, into=None):
-    """``batched_scan`` of validated arguments, into ``into`` (a C-contiguous array of x's shape
-    and the result dtype) when given."""
-    rows, n = x.shape
-    if _narrowing(x, rdt):
-        res = _narrow(lambda d: _batched_scan(x, ex, np.dtype(d), overflow), "batched_scan", overflow)
-        if into is None:
-            return res
-        into[...] = res
-        return into
-    out = np.empty((rows, n), dtype=rdt) if into is None else into
-    if 0 < rows < numba.get_num_threads() and n >= 1 << 16:
-        for r in range(rows):
-            try:
-                _scan_1d(x[r], exclusive=ex, dtype=rdt, overflow=overflow, into=out[r])
-            except OverflowError:
-                raise _overflow("batched_scan", rdt) from None
-        return out
-    if rows == 0 or n == 0:
-        return out
-    if rdt.kind == "f":
-        xk = x if x.dtype == rdt else x.astype(rdt)
-        K.rows_scan_float(xk, out, ex, rdt.type(0))
-        return out
-    raise_ = overflow == "raise"
-    # int64 words can only wrap when n * max|x| > 2**63 - 1 (int64 x): then the exact, checked loop
-    check64 = raise_ and x.dtype == np.int64 and n * max(abs(int(x.min())), abs(int(x.max()))) > _I64.max
-    mode = 2 if check64 else (1 if raise_ and rdt == np.int32 else 0)
-    lo = np.zeros(rows, np.int64)
-    hi = np.zeros(rows, np.int64)
-    ovf = np.zeros(rows, np.bool_)
-    K.rows_scan_int(x, out, ex, mode, lo, hi, ovf)
-    if ovf.any() or (mode == 2 and rdt == np.int32 and (lo.min() < _I32.min or hi.max() > _I32.max)):
-        raise _overflow("batched_scan", rdt)
-    return out
+    return like_input(scan_rows(x, ex, rdt, overflow), src)
 
 
 # ----------------------------------------------------------------------------- sampling

@@ -14,7 +14,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._vec import counted_loop
+from ._portable_vec import counted_loop
 
 __all__ = ["vreduce", "vrow", "ROW_W", "ROW_STEPS", "SUM", "MEAN", "MIN", "MAX", "PROD"]
 

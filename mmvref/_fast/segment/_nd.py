@@ -31,19 +31,15 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .._dtypes import VALUE_DTYPES, result_dtype
-from .._threading import guarded
-from .._validate import _asarray, as_flags, as_indptr, check_bool, check_overflow
-from . import _segreduce_kernels as R
-from ._csr_input import check_indptr_order, long_segments
-from ._io import is_tensor, like_input, needs_torch_op, to_numpy
+from ..._validate import check_bool
+from . import _portable_nd as R
+from .._csr_input import check_indptr_order, long_segments
+from .._policy import check_size, deliver, finish, like_input, out_buffer, overflow_error, result_dtypes
 
-__all__ = ["segment_csr", "segment_coo", "scatter", "gather_csr", "nd_segmented_sum",
-           "nd_scan"]
+__all__ = ["reduce_nd", "reduce3", "starts_indptr", "as3d", "reduce_code"]
 
 _I32 = np.iinfo(np.int32)
 _I64 = np.iinfo(np.int64)
-_ANY_RESULT = tuple(np.dtype(t) for t in ("int8", "int16", "int32", "int64", "float16", "float32", "float64"))
 
 #: a segment longer than this share of a batch's elements (and of at least this many
 #: elements) is reduced in parts by all threads when there are fewer batches than threads
@@ -57,25 +53,6 @@ _PRIVATE_BYTES = 1 << 27
 
 # ----------------------------------------------------------------------------- arguments
 
-def values_nd(x, name="src"):
-    """``x`` as a native-order ndarray of a value dtype, at least 1-D (never copied here)."""
-    a = _asarray(to_numpy(x, name), name)
-    if a.ndim == 0:
-        raise ValueError(f"{name} must be at least 1-D, got a scalar")
-    if a.dtype not in VALUE_DTYPES:
-        raise TypeError(f"{name} has unsupported dtype {a.dtype}; supported: "
-                        + ", ".join(str(d) for d in VALUE_DTYPES))
-    return a
-
-
-def norm_axis(axis, ndim, name="axis"):
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {axis!r}")
-    a = int(axis)
-    if not -ndim <= a < ndim:
-        raise ValueError(f"{name}={a} is out of range for an array of {ndim} dimension(s)")
-    return a % ndim
-
 
 def as3d(x, axis):
     """(x as [B, E, F], B, E, F); a C-contiguous copy only when x is not already one."""
@@ -84,14 +61,7 @@ def as3d(x, axis):
     return np.ascontiguousarray(x).reshape(B, x.shape[axis], F), B, x.shape[axis], F
 
 
-def axis_or_dim(axis, dim, default):
-    """``dim=`` (torch's name) as an alias of ``axis=``; both given must agree."""
-    if dim is None:
-        return axis
-    if axis is not default and axis != dim:
-        raise TypeError(f"pass axis= or dim=, not both (got axis={axis!r}, dim={dim!r})")
-    return dim
-
+# ----------------------------------------------------------------------------- the reduction
 
 def reduce_code(reduce):
     try:
@@ -100,126 +70,6 @@ def reduce_code(reduce):
         raise ValueError(f"reduce must be one of 'sum', 'mean', 'min', 'max', 'prod' "
                          f"('add' and 'mul' are aliases), got {reduce!r}") from None
 
-
-def dtypes(x, dtype, op):
-    """(compute dtype, final dtype): the project rule, or ``dtype`` computed at the rule's
-    width (int8/int16 results from int32 words, float16 from float32) and narrowed."""
-    if dtype is None:
-        r = result_dtype(x.dtype)
-        return r, r
-    try:
-        if type(dtype).__module__ == "torch" and str(dtype).startswith("torch."):
-            dtype = str(dtype)[6:]  # a torch dtype names its numpy twin (bfloat16 has none: refused below)
-        if not isinstance(dtype, (str, type, np.dtype)):
-            raise TypeError
-        fin = np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"{op}: dtype must be a numpy dtype among "
-                        f"{', '.join(map(str, _ANY_RESULT))} (or None), got {dtype!r}") from None
-    if fin not in _ANY_RESULT:
-        raise TypeError(f"{op}: dtype must be one of {', '.join(map(str, _ANY_RESULT))}, got {fin}")
-    if x.dtype.kind == "f" and fin.kind != "f":
-        raise TypeError(f"{op}: dtype={fin} cannot hold a result of {x.dtype} values; pass a float dtype")
-    if fin.kind == "f":
-        return (np.dtype(np.float32) if fin == np.float16 else fin), fin
-    if x.dtype == np.int64 or fin == np.int64:
-        return np.dtype(np.int64), fin
-    return np.dtype(np.int32), fin
-
-
-def _overflow(op, dt):
-    return OverflowError(f"{op}: a result overflows {dt}; pass overflow='wrap' for two's-complement "
-                         "wrap-around" + (", or a wider dtype=" if dt != np.int64 else ""))
-
-
-def finish(res, lo_hi, cdt, fin, overflow, op):
-    """``res`` (computed in cdt; for integers its exact int64 range lo_hi, or None when unknown)
-    as ``fin``: integers checked against fin's range (raise) or wrapped; floats rounded."""
-    if fin == cdt:
-        if fin.kind == "i" and overflow == "raise" and lo_hi is not None:
-            lim = np.iinfo(fin)
-            if lo_hi[0] < lim.min or lo_hi[1] > lim.max:
-                raise _overflow(op, fin)
-        return res
-    if fin.kind == "i" and overflow == "raise":
-        lim = np.iinfo(fin)
-        if lo_hi is None and res.size:
-            lo_hi = (int(res.min()), int(res.max()))
-        if lo_hi is not None and (lo_hi[0] < lim.min or lo_hi[1] > lim.max):
-            raise _overflow(op, fin)
-    with np.errstate(over="ignore"):  # float16: beyond its range rounds to inf, like every float cast
-        return res.astype(fin)
-
-
-def _native(dt):
-    return dt.newbyteorder("=") if dt.byteorder not in "=|" else dt
-
-
-def check_size(shape, itemsize, what):
-    """ValueError naming ``what`` when a result of ``shape`` cannot even be addressed (its byte
-    count reaches 2**63: numpy would say only "array is too big" or fail converting the size);
-    a size that can be addressed but not allocated gets numpy's MemoryError, which states it."""
-    n = 1
-    for d in shape:  # numpy refuses the product of the non-zero dimensions, even beside a 0
-        n *= int(d) or 1
-    if n * itemsize >= 2**63:
-        raise ValueError(f"{what}: a result of shape {tuple(int(d) for d in shape)} is more than an array can "
-                         "address")
-
-
-def check_out(out, shape, dtype, name="out"):
-    """The caller's own ``out`` array, validated (its shape, dtype in any byte order, writeable): a
-    numpy array itself (never a copy: a big-endian or strided ``out`` is written where it is) or a
-    torch CPU tensor's numpy view (shared memory). None when ``out`` is None."""
-    if out is None:
-        return None
-    if is_tensor(out):
-        o = to_numpy(out, name)
-    elif isinstance(out, np.ndarray):
-        if isinstance(out, np.ma.MaskedArray):
-            raise TypeError(f"{name} is a numpy masked array; pass a plain ndarray")
-        o = out.view(np.ndarray) if type(out) is not np.ndarray else out
-    else:
-        raise TypeError(f"{name} must be an array (or a torch CPU tensor), got {type(out).__name__}")
-    if o.shape != tuple(shape):
-        raise ValueError(f"{name} has shape {o.shape}, the result has shape {tuple(shape)}")
-    if _native(o.dtype) != dtype:
-        raise TypeError(f"{name} has dtype {o.dtype}, the result has dtype {dtype}")
-    if not o.flags.writeable:
-        raise ValueError(f"{name} is read-only")
-    return o
-
-
-def out_buffer(out, shape, cdt, fin, *inputs):
-    """Where the kernels write the result directly: the caller's ``out`` (validated here) when it can
-    take the kernels' output as it is (the compute dtype is the result dtype, native byte order,
-    C-contiguous, not overlapping an input the kernels still read), else None (the result is then
-    computed into a new array and copied into ``out`` by ``deliver``)."""
-    o = check_out(out, shape, fin)
-    if o is None or fin != cdt or o.dtype != cdt or not o.flags.c_contiguous:
-        return None
-    if any(isinstance(a, np.ndarray) and np.may_share_memory(o, a) for a in inputs):
-        return None
-    return o
-
-
-def _same_buffer(a, b):
-    return (a.size == b.size and a.flags.c_contiguous and b.flags.c_contiguous
-            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
-
-
-def deliver(res, out, src):
-    """The result as the caller asked: in ``out`` (returned; copied there unless the kernels wrote it
-    in place, see ``out_buffer``), or like the input (torch in -> torch out)."""
-    if out is not None:
-        o = check_out(out, res.shape, res.dtype)
-        if not _same_buffer(res, o):
-            o[...] = res
-        return out
-    return like_input(res, src)
-
-
-# ----------------------------------------------------------------------------- the reduction
 
 def _share(E):
     """Positions above which one segment is cut into parts, reduced by every thread."""
@@ -392,7 +242,7 @@ def _exact_fits(x3, bounds=None, rows=None, flags=None, exclusive=False):
     """Whether every output of the (segmented) sums or scans of each (batch, feature) column of
     int64 x3 lies in int64, decided exactly (128-bit partial sums): the rare re-check after a
     checked int64 add wrapped somewhere, as a wrapped partial sum may come back in range."""
-    from . import _seg_kernels as K
+    from . import _portable as K
 
     B, E, F = x3.shape
     for b in range(B):
@@ -447,7 +297,7 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
     return_arg = check_bool(return_arg, "return_arg")
     if return_arg and op not in (R.MIN, R.MAX):
         raise ValueError(f"{op_name}: return_arg=True needs reduce='min' or 'max', got {reduce!r}")
-    cdt, fin = dtypes(x, dtype, op_name)
+    cdt, fin = result_dtypes(x, dtype, op_name)
     shape = x.shape[:axis] + (n_out,) + x.shape[axis + 1:]
     check_size(shape, max(cdt.itemsize, 8 if return_arg else 1), f"{op_name}: the output length {n_out}")
     buf = out_buffer(out, shape, cdt, fin, x, bounds, rows, index)  # the kernels write there when they can
@@ -461,7 +311,7 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
     if B == 1 and F == 1 and index is None and rows.size == 0 and op in (R.SUM, R.MEAN) and E and cdt.kind == "i":
         # one integer column: the 1-D segment-sum kernels (prefix differences for short rows,
         # exact overflow decisions), then the count division (floats: ``reduce3``'s column kernel)
-        from .segops import _segment_sum_csr_1d
+        from ._column import _segment_sum_csr_1d
 
         mean = op == R.MEAN
         try:
@@ -469,12 +319,12 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
                                        overflow="wrap" if mean else overflow,  # a mean's sum may leave int32
                                        into=None if mean or buf is None else buf.reshape(-1))
         except OverflowError:
-            raise _overflow(op_name, fin) from None
+            raise overflow_error(op_name, fin) from None
         if op == R.MEAN:
             cnt = np.maximum(np.diff(bounds), 1)
             sums = sums // cnt if cdt.kind == "i" else sums / cnt.astype(cdt)
             if cdt.kind == "i" and overflow == "raise" and x.dtype == np.int64 and _int_check(x, R.SUM, overflow):
-                from . import _seg_kernels as K
+                from . import _portable as K
 
                 if not K.exact_csr_range(x3.reshape(E), bounds, _I64.min, _I64.max):
                     sums = _exact_int64_mean(x3, bounds, rows).reshape(-1)
@@ -493,7 +343,7 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
         # int64 partial sum that wrapped, so the outputs themselves are decided exactly here.
         # A mean of int64 values always fits int64 (it lies between them): computed exactly.
         if op != R.MEAN:
-            raise _overflow(op_name, fin)
+            raise overflow_error(op_name, fin)
         out3 = _exact_int64_mean(x3, bounds, rows)
     res = finish(out3.reshape(shape), lo_hi, cdt, fin, overflow, op_name)
     if not return_arg:
@@ -503,152 +353,6 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
 
 # ----------------------------------------------------------------------------- public ops
 
-@guarded
-def segment_csr(src, indptr, *, axis=0, reduce="sum", return_arg=False, dtype=None, overflow="raise", out=None,
-                dim=None):
-    """Reduce ``src`` along ``axis`` over the segments ``indptr[n]:indptr[n+1]``.
-
-    ``indptr``: 1-D integers, indptr[0] == 0, non-decreasing, indptr[-1] ==
-    src.shape[axis]. Returns src.shape with the axis replaced by len(indptr) - 1
-    (and the int64 argmin/argmax positions with ``return_arg=True``). One pass
-    over src; segments are split among threads by element count, and a segment
-    longer than a thread's share is itself split. Reductions, empty segments,
-    NaN and dtypes: see the module docstring (``mmvref._fast.segreduce``).
-    """
-    axis = axis_or_dim(axis, dim, 0)
-    if needs_torch_op(src):
-        from .. import _torch_ops
-
-        return _torch_ops.segment_csr(src, indptr, axis=axis, reduce=reduce, return_arg=return_arg,
-                                      dtype=dtype, overflow=overflow, out=out)
-    x = values_nd(src)
-    axis = norm_axis(axis, x.ndim)
-    check_overflow(overflow)
-    ip = as_indptr(to_numpy(indptr, "indptr"), "indptr", nnz=x.shape[axis], check_order=False)
-    return reduce_nd(src, x, axis, ip, np.zeros(0, np.int64), reduce, return_arg, dtype, overflow, out,
-                     "segment_csr", ip.size - 1, order_checked=False)  # the order: in the kernels' pass
-
-
-def _index(index, E, dim_size, name="index"):
-    """(index as a 1-D int64 array of length E, dim_size resolved, its CSR bounds when the index is
-    sorted, else None); values checked in [0, dim_size)."""
-    a = _asarray(to_numpy(index, name), name, empty_dtype=np.int64)
-    if a.ndim != 1:
-        raise ValueError(f"{name} must be 1-D (one segment id per position along the axis), "
-                         f"got shape {a.shape}")
-    if a.dtype.kind not in "iu":
-        raise TypeError(f"{name} must have an integer dtype, got {a.dtype}")
-    if a.shape[0] != E:
-        raise ValueError(f"{name} has length {a.shape[0]} but src has {E} positions along the axis")
-    if a.dtype == np.uint64 and a.size and int(a.max()) > _I64.max:
-        raise ValueError(f"{name} holds a value above 2**63 - 1")
-    a = np.ascontiguousarray(a, dtype=np.int64)
-    if dim_size is None:
-        n = int(a.max()) + 1 if a.size else 0
-        n = max(n, 0)
-        check_size((n + 1,), 8, f"{name} (its largest id {n - 1} sets the output length)")
-    else:
-        if isinstance(dim_size, bool) or not isinstance(dim_size, (int, np.integer)) or dim_size < 0:
-            raise ValueError(f"dim_size must be a non-negative int, got {dim_size!r}")
-        n = int(dim_size)
-        check_size((n + 1,), 8, "dim_size")
-    bounds, lo, hi, down = R.coo_bounds(a, n)  # the values' range and order, checked in the same pass
-    if lo < 0 or hi >= n:
-        bad = int(np.flatnonzero((a < 0) | (a >= n))[0])
-        raise ValueError(f"{name}[{bad}] = {a[bad]} is outside [0, {n})" + (" (dim_size)" if dim_size is not None
-                                                                           else ""))
-    return a, n, (None if down else bounds)
-
-
-@guarded
-def segment_coo(src, index, *, axis=0, dim_size=None, reduce="sum", return_arg=False, dtype=None,
-                overflow="raise", out=None, dim=None):
-    """Reduce ``src`` along ``axis`` by a SORTED segment id per position (``index``, 1-D,
-    non-decreasing, values in [0, dim_size); dim_size defaults to index.max() + 1).
-    The ids become CSR offsets by one counting pass, then one segmented reduction
-    (``segment_csr``); an unsorted index raises ValueError (use ``scatter``)."""
-    axis = axis_or_dim(axis, dim, 0)
-    if needs_torch_op(src):
-        from .. import _torch_ops
-
-        return _torch_ops.segment_coo(src, index, axis=axis, dim_size=dim_size, reduce=reduce,
-                                      return_arg=return_arg, dtype=dtype, overflow=overflow, out=out)
-    x = values_nd(src)
-    axis = norm_axis(axis, x.ndim)
-    check_overflow(overflow)
-    idx, n, bounds = _index(index, x.shape[axis], dim_size)
-    if bounds is None:
-        i = int(np.argmax(idx[1:] < idx[:-1]))
-        raise ValueError(f"index must be sorted (non-decreasing) for segment_coo; index[{i}] = {idx[i]} > "
-                         f"index[{i + 1}] = {idx[i + 1]} (scatter takes any order)")
-    return reduce_nd(src, x, axis, bounds, np.zeros(0, np.int64), reduce, return_arg, dtype,
-                     overflow, out, "segment_coo", n)
-
-
-@guarded
-def scatter(src, index, *, axis=0, dim_size=None, reduce="sum", return_arg=False, dtype=None,
-            overflow="raise", out=None, dim=None):
-    """Reduce ``src`` along ``axis`` by a segment id per position in any order (``index``,
-    1-D, values in [0, dim_size); dim_size defaults to index.max() + 1).
-
-    Paths: a sorted index is one counting pass to CSR offsets, then
-    ``segment_csr``. Otherwise, for floats, a direct path without a sort: each
-    thread reduces its piece of the positions into a private copy of the result
-    and the copies are combined in piece order (when the copies are small:
-    ``_PRIVATE_BYTES``), or each thread owns a range of ids, reads the whole
-    index and reduces its ids' positions straight into the result. Otherwise
-    (integers, or more than ``_DIRECT_MAX_THREADS`` threads) the MMV-RAM way:
-    a stable counting sort of the ids (a parallel count, an offset scan, a
-    parallel stable placement: the permutation, never a copy of src), then one
-    segmented reduction reading src through the permutation. Every path
-    reduces positions in increasing order, so results are deterministic,
-    min/max (values and ties: the lowest position) are identical across paths
-    and ``arg`` holds positions in src; float sums, means and products of the
-    private-copy path get one extra rounding per thread piece."""
-    axis = axis_or_dim(axis, dim, 0)
-    if needs_torch_op(src):
-        from .. import _torch_ops
-
-        return _torch_ops.scatter(src, index, axis=axis, dim_size=dim_size, reduce=reduce, return_arg=return_arg,
-                                  dtype=dtype, overflow=overflow, out=out)
-    x = values_nd(src)
-    axis = norm_axis(axis, x.ndim)
-    check_overflow(overflow)
-    idx, n, bounds = _index(index, x.shape[axis], dim_size)
-    if bounds is not None:
-        return reduce_nd(src, x, axis, bounds, np.zeros(0, np.int64), reduce, return_arg, dtype,
-                         overflow, out, "scatter", n)
-    return reduce_nd(src, x, axis, None, None, reduce, return_arg, dtype, overflow, out, "scatter", n, index=idx)
-
-
-@guarded
-def gather_csr(src, indptr, *, axis=0, out=None, dim=None):
-    """The inverse pattern of segment_csr: every position of segment n gets src's n-th entry
-    along ``axis`` (src.shape[axis] == len(indptr) - 1; the result has indptr[-1] positions).
-    segment_csr's sum backward. Values keep their dtype."""
-    axis = axis_or_dim(axis, dim, 0)
-    if needs_torch_op(src):
-        from .. import _torch_ops
-
-        return _torch_ops.gather_csr(src, indptr, axis=axis, out=out)
-    x = values_nd(src)
-    axis = norm_axis(axis, x.ndim)
-    ip = as_indptr(to_numpy(indptr, "indptr"), "indptr")
-    if ip.size - 1 != x.shape[axis]:
-        raise ValueError(f"indptr has {ip.size - 1} segments but src has {x.shape[axis]} entries along the axis")
-    E = int(ip[-1])
-    shape = x.shape[:axis] + (E,) + x.shape[axis + 1:]
-    check_size(shape, x.dtype.itemsize, f"indptr (indptr[-1] = {E} sets the output length)")
-    buf = out_buffer(out, shape, x.dtype, x.dtype, x, ip)
-    x3, B, N, F = as3d(x, axis)
-    if x3.dtype == np.float16:  # values are only moved: their bits, as Numba has no float16
-        x3 = x3.view(np.int16)
-    res = np.empty((B, E, F), x3.dtype) if buf is None else buf.view(x3.dtype).reshape(B, E, F)
-    if res.size:
-        R.gather_csr(x3, ip, res)
-    res = res.view(x.dtype)
-    return deliver(res.reshape(shape), out, src)
-
 
 # ----------------------------------------------------------------------------- N-d segmented ops
 
@@ -657,7 +361,7 @@ def starts_indptr(f, E):
     flags checked for 0/1 in the same parallel pass (ValueError naming the first bad one)."""
     if E == 0:
         return np.zeros(1, np.int64)
-    from . import _seg_kernels as K
+    from . import _portable as K
 
     fu = np.ascontiguousarray(f).view(np.uint8)
     T = numba.get_num_threads()
@@ -680,43 +384,3 @@ def starts_indptr(f, E):
     return ip
 
 
-def nd_segmented_sum(src, x, flags, axis, reduce, return_arg, dtype, overflow, out):
-    """segmented_sum of any rank (or any reduction): flags along ``axis`` -> offsets -> segment_csr's
-    reduction (so a float segmented_sum and segment_csr over the same segments give the same bits)."""
-    axis = norm_axis(axis, x.ndim)
-    check_overflow(overflow)
-    E = x.shape[axis]
-    f = as_flags(to_numpy(flags, "flags"), E, "flags", check_values=False)
-    ip = starts_indptr(f, E)
-    return reduce_nd(src, x, axis, ip, np.zeros(0, np.int64), reduce, return_arg, dtype, overflow, out,
-                     "segmented_sum", ip.size - 1)
-
-
-def nd_scan(src, x, flags, axis, exclusive, dtype, overflow, out, op_name):
-    """(segmented) scan along ``axis`` of an N-d x whose axis is not the last one (or the last
-    one of a batch): every (batch, feature) column scanned in position order."""
-    axis = norm_axis(axis, x.ndim)
-    check_overflow(overflow)
-    exclusive = check_bool(exclusive, "exclusive")
-    E = x.shape[axis]
-    seg = flags is not None
-    f = (as_flags(to_numpy(flags, "flags"), E, "flags").view(np.uint8) if seg else np.zeros(0, np.uint8))
-    cdt, fin = dtypes(x, dtype, op_name)
-    buf = out_buffer(out, x.shape, cdt, fin, x, f)
-    x3, B, E, F = as3d(x, axis)
-    res = np.empty((B, E, F), cdt) if buf is None else buf.reshape(B, E, F)
-    lo_hi = None
-    if res.size:
-        if cdt.kind == "f":
-            R.column_scan_float(x3.astype(cdt, copy=False), f, seg, exclusive, res)
-        else:
-            nfb = -(-F // (16 if F >= 16 else F))
-            ranges = np.empty((B * nfb, 2), np.int64)
-            wrapped = np.zeros(B * nfb, np.bool_)
-            check = overflow == "raise" and x.dtype == np.int64 and _int_check(x, R.SUM, overflow)
-            R.column_scan_int(x3, f, seg, exclusive, res, check, ranges, wrapped)
-            fl = f if seg else np.zeros(E, np.uint8)
-            if wrapped.any() and not _exact_fits(x3, flags=fl, exclusive=exclusive):
-                raise _overflow(op_name, np.dtype(np.int64))
-            lo_hi = (int(ranges[:, 0].min()), int(ranges[:, 1].max()))
-    return deliver(finish(res.reshape(x.shape), lo_hi, cdt, fin, overflow, op_name), out, src)
