@@ -94,7 +94,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["POLICIES", "TOLERANCES", "ERROR_MODELS", "CARRIES", "MOVES_VALUES", "check", "float_bound",
-           "model_bound"]
+           "model_bound", "dense_csr"]
 
 POLICIES = ("derived", "double_thousandths", "mere_mare", "torch_testing")
 #: extra roundings a "sequential" implementation may add to an output's own k_i terms
@@ -129,6 +129,18 @@ TOLERANCES = {
                      "(torch.testing.assert_close defaults for the output dtype)" + _DOMAIN,
 }
 MOVES_VALUES = ("compress", "compress_ind", "split", "split_ind", "radix_sort", "argsort", "topk", "gather_csr")
+
+
+def dense_csr(c):
+    """A CSR result (scipy, or (indptr, indices, data, shape)) as a dense array of its dtype: how an
+    spgemm result is compared (both backends' forms)."""
+    if hasattr(c, "toarray"):
+        return c.toarray()
+    indptr, indices, data, (m, n) = c
+    out = np.zeros((m, n), np.asarray(data).dtype)
+    for r in range(m):
+        out[r, indices[indptr[r]:indptr[r + 1]]] += data[indptr[r]:indptr[r + 1]]
+    return out
 
 
 def _abs_prefix(v):

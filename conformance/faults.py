@@ -16,7 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FAULTS", "Fault", "FaultyBackend", "FaultNotApplicable"]
+from . import backends
+from .compare import dense_csr
+
+__all__ = ["FAULTS", "Fault", "FaultyBackend", "FaultNotApplicable", "resolve"]
 
 
 class FaultNotApplicable(NotImplementedError):
@@ -211,9 +214,7 @@ def _spgemm_last_wins(base, op, args, kw, s):
     from mmvref._validate import as_csr_matrix
 
     (ap, ai, ad, (m, _)), (bp, bi, bd, (_, n)) = as_csr_matrix(args[0], "A"), as_csr_matrix(args[1], "B")
-    from .runner import _dense_csr  # scipy or (indptr, indices, data, shape): both backends' forms
-
-    dt = _dense_csr(base.spgemm(*args, **kw)).dtype
+    dt = dense_csr(base.spgemm(*args, **kw)).dtype  # scipy or (indptr, indices, data, shape): both backends' forms
     out = np.zeros((m, n), dt)
     for r in range(m):  # a workspace that overwrites instead of accumulating
         for q in range(ap[r], ap[r + 1]):
@@ -430,6 +431,20 @@ FAULTS = {f.name: f for f in (
     Fault("scatter_16bit_positions", "scatter: positions beyond the first 65536 are never read (a 16-bit position "
           "counter)", ("scatter",), _scatter_16bit_positions),
 )}
+
+
+def resolve(name, s=8):
+    """The backend named ``name`` as ``--backend`` takes it: ``faulty:FAULT:BASE`` (the named fault
+    injected into the backend BASE, a FaultyBackend with tile size ``s``) or any name
+    ``backends.resolve`` takes. ValueError for a malformed faulty name or an unknown fault; otherwise
+    what ``backends.resolve`` raises."""
+    if name.startswith("faulty:"):
+        parts = name.split(":", 2)
+        if len(parts) != 3 or not parts[1] or not parts[2]:
+            raise ValueError(f"faulty backends are named faulty:FAULT:BASE, got {name!r}")
+        _, fault, base = parts
+        return FaultyBackend(backends.resolve(base), fault, s)
+    return backends.resolve(name)
 
 
 class FaultyBackend:

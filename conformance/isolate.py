@@ -57,10 +57,10 @@ def _worker(conn, name, s):
     """The worker: resolve the backend, describe it (``backends.describe``: a method that raises
     there comes back as a BackendFailure naming it), then answer calls until told to stop."""
     try:
-        from .__main__ import _resolve
         from .backends import describe
+        from .faults import resolve
 
-        backend = _resolve(name, s)
+        backend = resolve(name, s)
         conn.send(("ready", describe(backend, name, s=s)))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
         conn.send(("failed", _portable(exc)))

@@ -1,23 +1,23 @@
 """--jobs N: the ops of a conformance run spread over worker processes.
 
-A module of its own so that spawned workers can import the job function by name
-(``python -m conformance`` runs ``conformance/__main__.py`` as ``__main__``, which a
-spawned process cannot import back).
+Each job is one op of ``suite.run`` in a spawned worker process, which imports the job
+function by name from this module (``python -m conformance`` runs
+``conformance/__main__.py`` as ``__main__``, which a spawned process cannot import back).
 """
 from __future__ import annotations
 
 from . import runner
 from .backends import BackendFailure
+from .faults import resolve
 from .isolate import BackendCrash, BackendTimeout, IsolatedBackend
+from .suite import failures_dir, run
 
 __all__ = ["run_jobs"]
 
 
 def _job(name, op, call_timeout, kw):
-    from .__main__ import _resolve, run
-
     """One op in a --jobs worker process: its own backend (isolated when call_timeout is set)."""
-    backend = IsolatedBackend(name, kw["s"], call_timeout=call_timeout) if call_timeout else _resolve(name, kw["s"])
+    backend = IsolatedBackend(name, kw["s"], call_timeout=call_timeout) if call_timeout else resolve(name, kw["s"])
     try:
         (rep,) = run(name, [op], backend=backend, progress=False, log=lambda *a: None, clean=False, **kw)
     finally:
@@ -34,9 +34,7 @@ def run_jobs(name, ops, jobs, *, call_timeout, log=print, on_report=None, **kw):
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
-    from .__main__ import _failures_dir
-
-    fail_dir = _failures_dir(kw.get("report_dir"), kw.get("db"))
+    fail_dir = failures_dir(kw.get("report_dir"), kw.get("db"))
     if fail_dir:  # cleaned once here, not by every job
         from pathlib import Path
 

@@ -21,7 +21,7 @@ def pytest_addoption(parser):
 
 def pytest_generate_tests(metafunc):
     if "conformance_op" in metafunc.fixturenames:
-        from .__main__ import all_op_names
+        from .suite import all_op_names
 
         ops = metafunc.config.getoption("--ops") or all_op_names()
         metafunc.parametrize("conformance_op", ops)

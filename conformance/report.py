@@ -14,7 +14,7 @@ JSON schema (``SCHEMA``; ``validate(doc)`` checks a document against it):
       "seconds": float,
       "ops": [ {
           "op": str, "backend": str,       # op: a registry op, "stage:NAME", or "startup" (the one row of
-                                           # a run whose backend failed while starting: conformance.__main__)
+                                           # a run whose backend failed while starting: conformance.session)
           "status": "pass" | "fail" | "skipped" | "crash" | "timeout",
           "examples": int, "failures": int, "seconds": float,
           "message": str,                  # "" on pass

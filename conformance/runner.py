@@ -47,17 +47,20 @@ from hypothesis.errors import Unsatisfiable, UnsatisfiedAssumption
 from mmvref import mmv
 from mmvref.registry import REGISTRY
 
-from . import bounds, compare, exact, regimes, strata, strategies
+from . import bounds, compare, exact, regimes, stages, strata, strategies
 from .backends import BackendFailure, has_op
 from .casefile import load_case, save_case
 from .isolate import BackendCrash, BackendTimeout
 
-__all__ = ["OpReport", "STATUSES", "golden_result", "one_example", "run_op", "replay", "PROFILES",
-           "OVERFLOW_OPS"]
+__all__ = ["OpReport", "STATUSES", "golden_result", "one_example", "run_op", "run_stage", "replay", "PROFILES",
+           "OVERFLOW_OPS", "STAGE_PREFIX"]
 
 #: ops whose golden function and backends take ``overflow=``
 OVERFLOW_OPS = ("scan", "batched_scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "spmv", "spmm",
                 "segment_csr", "segment_coo", "scatter")
+
+#: how a stage of the golden model (``conformance.stages``) is named among the ops: "stage:NAME"
+STAGE_PREFIX = "stage:"
 
 #: example budgets: "default" for releases, "ci" derandomized and bounded
 PROFILES = {"default": dict(max_examples=100, derandomize=False, tier="default"),
@@ -120,15 +123,7 @@ def golden_result(op, args, kwargs, s, overflow="raise", reference="golden"):
     return spec.golden(*args, s, **kw)
 
 
-def _dense_csr(c):
-    """A CSR result (scipy, or (indptr, indices, data, shape)) as a dense array of its dtype."""
-    if hasattr(c, "toarray"):
-        return c.toarray()
-    indptr, indices, data, (m, n) = c
-    out = np.zeros((m, n), np.asarray(data).dtype)
-    for r in range(m):
-        out[r, indices[indptr[r]:indptr[r + 1]]] += data[indptr[r]:indptr[r + 1]]
-    return out
+_dense_csr = compare.dense_csr  # a CSR result as a dense array (the one definition is in conformance.compare)
 
 
 def _rdt(op, args):
@@ -505,6 +500,46 @@ def run_op(backend, backend_name, op, *, s=8, max_examples=100, seed=None, deran
             cmd = f"python -m conformance --backend {backend_name} --replay {path.resolve()}"
     rep.command = cmd
     return _tallied(rep, tally)
+
+
+def run_stage(backend, backend_name, stage, *, s=8, max_examples=100, seed=None):
+    """Check one stage of the golden model (``conformance.stages``) that the backend exposes, run
+    like an op (Hypothesis, shrinking); returns its OpReport (op "stage:NAME")."""
+    strat, gold = stages.STAGES[stage]
+    last = {}
+    count = [0]
+
+    dtypes = backend.dtypes(STAGE_PREFIX + stage) if _has(backend, "dtypes") else None
+
+    @settings(max_examples=max_examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(strat(s, dtypes))
+    def prop(args):
+        count[0] += 1
+        expected = np.asarray(gold(args, s))
+        try:
+            actual = np.asarray(getattr(backend, stage)(*args))
+        except (BackendCrash, BackendTimeout) as exc:  # not shrunk: see _Stop
+            last.update(args=args, msg=str(exc), status="crash" if isinstance(exc, BackendCrash) else "timeout")
+            raise _Stop from None
+        msg = stages.check(stage, args, expected, actual, s)
+        if msg:
+            last.update(args=args, msg=msg)
+            raise AssertionError(msg)
+
+    if seed is not None:
+        prop = hyp_seed(seed)(prop)
+    t0 = time.perf_counter()
+    try:
+        prop()
+    except (AssertionError, _Stop):
+        pass
+    rep = OpReport(STAGE_PREFIX + stage, backend_name, last.get("status", "fail") if last else "pass", count[0],
+                   int(bool(last)),
+                   time.perf_counter() - t0, message=last.get("msg", ""),
+                   counterexample=_describe(last.get("args", ()), {}) if last else "")
+    if last:
+        rep.command = f"python -m conformance --backend {backend_name} --ops {STAGE_PREFIX}{stage} --s {s}"
+    return rep
 
 
 def _failed_start(op, failure):

@@ -4,14 +4,15 @@ from __future__ import annotations
 import pytest
 
 from . import runner
-from .__main__ import EXIT_UNAVAILABLE, _Exit, resolve_or_exit, run
+from .session import EXIT_UNAVAILABLE, ConfigError, resolve_or_exit
+from .suite import run
 
 
 def test_op_conforms(conformance_op, request):
     cfg = request.config
     try:  # a backend this machine cannot run is skipped with the reason; a bad name is an error
         resolve_or_exit(cfg.getoption("--backend"), cfg.getoption("--s"))
-    except _Exit as exc:
+    except ConfigError as exc:
         if exc.code == EXIT_UNAVAILABLE:
             pytest.skip(str(exc))
         pytest.fail(str(exc), pytrace=False)

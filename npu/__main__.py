@@ -2,10 +2,11 @@
 
 Without options: whether the NPU stack (torch_npu, tcuscan) is importable here,
 and what is missing. ``--coverage``: per upstream kernel, what wraps it, its
-dtypes, its stand-in twin, the upstream-derived tests that call it and whether
-the conformance suite checks it (``npu.coverage``); ``--markdown`` prints the
-table as Markdown (for the README); ``--check`` prints only the unexplained gaps
-and exits 1 if there is any, 0 otherwise.
+dtypes, its stand-in twin and the upstream-derived tests that call it
+(``npu.coverage``; ``python -m conformance --coverage`` adds whether the
+conformance suite checks it); ``--markdown`` prints the table as Markdown;
+``--check`` prints only the unexplained gaps and exits 1 if there is any, 0
+otherwise.
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def main(argv=None) -> int:
 
         lack = missing()
         print("NPU stack: available" if not lack else "NPU stack: missing " + "; ".join(lack))
-        print("python -m npu --coverage: which upstream kernels are wrapped, stood in for, tested, checked")
+        print("python -m npu --coverage: which upstream kernels are wrapped, stood in for, tested "
+              "(python -m conformance --coverage: and checked)")
         return 0
     from . import coverage
 

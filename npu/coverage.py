@@ -11,9 +11,12 @@ One row per kernel of ``tcuscan_ops`` (``UPSTREAM_KERNELS``):
 - tested by: the ports of upstream's tests (tests/upstream/test_upstream_*.py)
   that call it, when the repository's tests/ directory is present;
 - conformance: whether the conformance suite checks what wraps it: an op with a
-  strategy (``conformance.strategies.STRATEGIES``) or a stage of
-  ``conformance.stages.STAGES`` that the backend has, and for
-  "op X, variant=V" a V among ``TcuscanBackend.variants(X)``.
+  strategy or a stage of the suite that the backend has, and for "op X, variant=V"
+  a V among ``TcuscanBackend.variants(X)``. The suite's ops and stages are given by
+  the caller (``table(strategies=..., stages=...)``: npu does not import the suite,
+  which sits above it); without them the column is not judged and not shown.
+  ``conformance.coverage.table()`` is the table with it (``python -m conformance
+  --coverage``).
 
 A gap is unexplained when a kernel is in no ``WRAPS`` / ``NOT_WRAPPED`` or in
 more than one entry, has no stand-in twin or no ``DTYPES`` entry, or no ported
@@ -28,7 +31,7 @@ import pathlib
 import re
 
 __all__ = ["UPSTREAM_KERNELS", "UPSTREAM_COMMIT", "Row", "Table", "build_table", "collect", "table",
-           "conformance_checked", "render_text", "render_markdown"]
+           "conformance_checked", "render_text", "render_markdown", "render_gaps"]
 
 UPSTREAM_COMMIT = "ddcd5ce"
 #: the 52 Python names of ``tcuscan_ops``, in the order src/pybind11.cpp of huawei-csl/pytorch-tcuscan
@@ -58,7 +61,7 @@ class Row:
     dtypes: str           # "" when no DTYPES entry
     standin: bool
     tests: tuple | None   # port file names calling the kernel; None when tests/ is absent
-    conformance: bool
+    conformance: bool | None  # None: not judged (no conformance suite given to ``table``)
     gaps: tuple           # the unexplained gaps of this kernel (empty: none)
 
 
@@ -68,6 +71,11 @@ class Table:
     gaps: tuple           # every unexplained gap, rows' and global ones, one line each
     tests_dir: str | None
 
+    @property
+    def judged(self) -> bool:
+        """Whether the conformance column was judged (``table`` given the suite's ops and stages)."""
+        return any(r.conformance is not None for r in self.rows)
+
     def summary(self) -> str:
         n = len(self.rows)
         wrapped = sum(not r.wrapped.startswith(("not wrapped", "?")) for r in self.rows)
@@ -76,7 +84,8 @@ class Table:
                f"{sum(r.standin for r in self.rows)} with a stand-in twin, "
                + (f"{sum(bool(r.tests) for r in self.rows)} tested by an upstream-derived test, "
                   if self.tests_dir else "upstream-derived tests not found, ")
-               + f"{sum(r.conformance for r in self.rows)} conformance-checked"]
+               + (f"{sum(bool(r.conformance) for r in self.rows)} conformance-checked" if self.judged else
+                  "conformance-checked not judged here (python -m conformance --coverage)")]
         out.append(f"{len(self.gaps)} unexplained gap(s)" if self.gaps else "no unexplained gap")
         return "; ".join(out)
 
@@ -101,8 +110,8 @@ def build_table(kernels, wraps, not_wrapped, dtypes, standins, tests, checked, e
 
     ``kernels``: the upstream names; ``wraps`` / ``not_wrapped`` / ``dtypes``: {family: {kernel: text}};
     ``standins``: the stand-in twins' names; ``tests``: {kernel: [port files]} or None (tests/ absent);
-    ``checked``: text of a WRAPS entry -> conformance-checked?; ``errors``: global gaps (e.g. a family
-    module that does not import)."""
+    ``checked``: text of a WRAPS entry -> conformance-checked?, or None (not judged: every row's
+    ``conformance`` is None); ``errors``: global gaps (e.g. a family module that does not import)."""
     known = set(kernels)
     gaps = list(errors)
     for what, table in (("WRAPS", wraps), ("NOT_WRAPPED", not_wrapped), ("DTYPES", dtypes)):
@@ -134,11 +143,11 @@ def build_table(kernels, wraps, not_wrapped, dtypes, standins, tests, checked, e
             own.append("no upstream-derived test calls it")
         if w:
             wrapped = "; ".join(t for _, t in w)
-            conf = all(checked(t) for _, t in w)
+            conf = all(checked(t) for _, t in w) if checked is not None else None
         elif nw:
-            wrapped, conf = "not wrapped: " + "; ".join(t for _, t in nw), False
+            wrapped, conf = "not wrapped: " + "; ".join(t for _, t in nw), False if checked is not None else None
         else:
-            wrapped, conf = "?", False
+            wrapped, conf = "?", False if checked is not None else None
         rows.append(Row(k, wrapped, "; ".join(d), k in standins, ktests, conf, tuple(own)))
         gaps.extend(f"{k}: {g}" for g in own)
     return rows, gaps
@@ -164,10 +173,11 @@ def upstream_test_calls(tests_dir, kernels):
     return out
 
 
-def collect(tests_dir="auto"):
+def collect(tests_dir="auto", *, strategies=None, stages=None):
     """The inputs of ``build_table`` read from the project: the family modules' tables, the stand-in,
-    the ported tests (``tests_dir``: "auto" = the repository's tests/upstream, None = none) and the
-    conformance suite."""
+    the ported tests (``tests_dir``: "auto" = the repository's tests/upstream, None = none) and, when
+    ``strategies`` and ``stages`` (the conformance suite's op names with a strategy and its stage
+    names) are given, the checker of the conformance column (else None: not judged)."""
     from . import _standin
 
     families = _standin.FAMILIES
@@ -198,26 +208,31 @@ def collect(tests_dir="auto"):
         tests_dir = None
     tests = upstream_test_calls(tests_dir, UPSTREAM_KERNELS) if tests_dir else None
     return dict(kernels=UPSTREAM_KERNELS, wraps=wraps, not_wrapped=not_wrapped, dtypes=dtypes,
-                standins=standins, tests=tests, checked=_real_checker(errors), errors=errors), tests_dir
+                standins=standins, tests=tests, checked=_real_checker(errors, strategies, stages),
+                errors=errors), tests_dir
 
 
-def _real_checker(errors):
-    from conformance import stages, strategies
-
+def _real_checker(errors, strategies, stages):
+    """The conformance column's checker for ``TcuscanBackend`` (None when ``strategies`` or ``stages``
+    is not given); a backend module that does not import is a gap either way."""
     try:
         from ._tcuscan import TcuscanBackend
     except Exception as exc:
         errors.append(f"npu._tcuscan does not import: {type(exc).__name__}: {exc}")
-        return lambda text: False
+        return None if strategies is None or stages is None else (lambda text: False)
+    if strategies is None or stages is None:
+        return None
     probe = object.__new__(TcuscanBackend)  # variants() reads only the class tables
     backend_ops = {n for n in dir(TcuscanBackend) if not n.startswith("_")}
-    return lambda text: conformance_checked(text, strategies=strategies.STRATEGIES, stages=stages.STAGES,
+    return lambda text: conformance_checked(text, strategies=strategies, stages=stages,
                                             backend_ops=backend_ops, variants=probe.variants)
 
 
-def table(tests_dir="auto") -> Table:
-    """The coverage table of this checkout."""
-    inputs, tdir = collect(tests_dir)
+def table(tests_dir="auto", *, strategies=None, stages=None) -> Table:
+    """The coverage table of this checkout; its conformance column judged when the suite's op names
+    with a strategy (``strategies``) and stage names (``stages``) are given
+    (``conformance.coverage.table``), else left out."""
+    inputs, tdir = collect(tests_dir, strategies=strategies, stages=stages)
     rows, gaps = build_table(**inputs)
     return Table(tuple(rows), tuple(gaps), None if tdir is None else str(tdir))
 
@@ -237,8 +252,8 @@ def render_text(t: Table) -> str:
     for r in t.rows:
         lines.append(f"{r.kernel:<28} {r.wrapped}")
         lines.append(f"{'':<28} dtypes: {r.dtypes or '?'}")
-        lines.append(f"{'':<28} stand-in: {_yn(r.standin)} | conformance-checked: {_yn(r.conformance)} | "
-                     f"tested by: {_tests_cell(r)}")
+        conf = f"conformance-checked: {_yn(r.conformance)} | " if t.judged else ""
+        lines.append(f"{'':<28} stand-in: {_yn(r.standin)} | {conf}tested by: {_tests_cell(r)}")
         if r.gaps:
             lines.append(f"{'':<28} GAP: " + "; ".join(r.gaps))
     lines.append("")
@@ -252,13 +267,14 @@ def _md(s):
 
 
 def render_markdown(t: Table) -> str:
-    lines = ["| Kernel | Wrapped as | Dtypes (argument -> result) | Stand-in | Upstream-derived tests "
-             "| Conformance-checked |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    judged = t.judged
+    lines = ["| Kernel | Wrapped as | Dtypes (argument -> result) | Stand-in | Upstream-derived tests |"
+             + (" Conformance-checked |" if judged else ""),
+             "| --- | --- | --- | --- | --- |" + (" --- |" if judged else "")]
     for r in t.rows:
         tests = _tests_cell(r) if r.tests is None else (", ".join(f"`{n}`" for n in r.tests) or "none")
         lines.append(f"| `{r.kernel}` | {_md(r.wrapped)} | {_md(r.dtypes or '?')} | {_yn(r.standin)} | "
-                     f"{tests} | {_yn(r.conformance)} |")
+                     f"{tests} |" + (f" {_yn(r.conformance)} |" if judged else ""))
     lines.append("")
     lines.append(t.summary() + ".")
     return "\n".join(lines) + "\n"

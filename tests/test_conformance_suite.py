@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance import compare, faults, report, runner, strategies
-from conformance.__main__ import main, mutation_score
+from conformance.__main__ import main
+from conformance.suite import mutation_score
 
 pytestmark = pytest.mark.native_only  # the suite's own logic: not target-dependent
 
@@ -272,7 +273,7 @@ def test_a_crash_of_the_fault_wrapper_is_not_a_detection():
 
 
 def test_list_ops_and_faults_one_line_each(capsys):
-    from conformance.__main__ import all_op_names
+    from conformance.suite import all_op_names
 
     assert main(["--list-ops"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
@@ -349,9 +350,9 @@ def test_unseeded_runs_report_the_seed_they_used(tmp_path, capsys):
 
 
 def test_progress_lines_in_logs(tmp_path, monkeypatch, capsys):
-    import conformance.__main__ as cli
+    from conformance import suite
 
-    monkeypatch.setattr(cli, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(suite, "PROGRESS_EVERY_S", 0.0)
     assert main(["--backend", "mmvref", "--ops", "scan", "--max-examples", "5", "--db", str(tmp_path)]) == 0
     assert "examples so far" in capsys.readouterr().out  # captured stdout is not a TTY, like a CI log
 

@@ -434,7 +434,7 @@ def test_conformance_suite_passes_the_dask_backend():
     """The suite's own strategies and comparators through npu.DaskBackend (its irregular chunkings), for
     every op that has a Dask form, at the ci profile (``python -m conformance --backend dask`` runs the
     default profile)."""
-    from conformance.__main__ import run
+    from conformance.suite import run
     from mmvref.registry import REGISTRY
 
     ops = [n for n, spec in REGISTRY.items() if spec.dask_ref is not None]

@@ -1,5 +1,6 @@
 """npu.coverage (``python -m npu --coverage``): the table builder on synthetic inputs, the rendering and
-the command line, and the real table (every upstream kernel explained)."""
+the command line, and the real table (every upstream kernel explained); its conformance column, judged by
+conformance.coverage (``python -m conformance --coverage``), npu itself importing nothing of the suite."""
 from __future__ import annotations
 
 import subprocess
@@ -142,6 +143,61 @@ def test_renderers_and_command_line(capsys):
     assert main([]) == 0 and "NPU stack" in capsys.readouterr().out
     assert main(["--coverage", "--markdown"]) == 0
     assert capsys.readouterr().out.startswith("| Kernel |")
+
+
+def test_without_a_checker_the_conformance_column_is_not_judged_nor_shown():
+    rows, gaps = rows_gaps(checked=None)
+    assert gaps == [] and all(r.conformance is None for r in rows.values())
+    t = coverage.Table(tuple(rows.values()), (), "tests/upstream")
+    assert not t.judged and "conformance-checked not judged here" in t.summary()
+    assert "conformance-checked:" not in coverage.render_text(t)
+    md = coverage.render_markdown(t)
+    assert "Conformance-checked" not in md
+    assert "| `run_d` | not wrapped: no op computes it | int16 -> int32 | yes | `test_upstream_d.py` |\n" in md
+    judged = coverage.Table(tuple(rows_gaps()[0].values()), (), "tests/upstream")
+    assert judged.judged and "1 conformance-checked" in judged.summary()  # run_a only: the checker's "op"
+    assert "| Conformance-checked |" in coverage.render_markdown(judged)
+
+
+def test_npu_imports_nothing_of_the_conformance_suite():
+    """npu sits below conformance: its coverage command runs without importing the suite."""
+    code = ("import contextlib, io, sys\n"
+            "from npu.__main__ import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    for argv in (['--coverage'], ['--coverage', '--markdown'], ['--coverage', '--check']):\n"
+            "        main(argv)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'conformance'))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
+def test_the_conformance_column_is_judged_by_the_suite(capsys):
+    from conformance import coverage as conformance_coverage
+    from conformance.__main__ import main as conformance_main
+    from conformance.stages import STAGES
+    from conformance.strategies import STRATEGIES
+
+    plain, judged = coverage.table(), conformance_coverage.table()
+    assert not plain.judged and judged.judged
+    assert judged.gaps == plain.gaps and [r.kernel for r in judged.rows] == [r.kernel for r in plain.rows]
+    for p, j in zip(plain.rows, judged.rows):
+        assert p.conformance is None and (p.wrapped, p.dtypes, p.standin, p.tests) == (j.wrapped, j.dtypes,
+                                                                                       j.standin, j.tests)
+        if j.wrapped.startswith(("not wrapped", "?")):
+            assert j.conformance is False
+        else:  # the checker sees the suite's own ops and stages
+            for kind, name, _ in coverage._TARGET.findall(j.wrapped):
+                if name not in (STRATEGIES if kind == "op" else STAGES):
+                    assert j.conformance is False
+    assert any(r.conformance for r in judged.rows)
+    assert conformance_main(["--coverage", "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert out == coverage.render_markdown(judged) and "| Conformance-checked |" in out.splitlines()[0]
+    assert conformance_main(["--coverage", "--check"]) == (1 if judged.gaps else 0)
+    assert capsys.readouterr().out == coverage.render_gaps(plain)
+    assert conformance_main(["--check"]) == 2  # only with --coverage
+    assert "--check and --markdown go with --coverage" in capsys.readouterr().err
 
 
 def test_python_dash_m_npu_check_exit_status():

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.__main__ import campaign, main, run
+from conformance.__main__ import main
 from conformance.jobs import run_jobs
+from conformance.suite import campaign, run
 
 pytestmark = pytest.mark.native_only  # process handling, not kernels
 

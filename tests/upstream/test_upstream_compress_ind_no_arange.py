@@ -43,34 +43,34 @@ def _test_compress_ind_no_arange(vec_len: int, s: int, dtype):
     assert got_indices.dtype == np.int64 and np.array_equal(got_indices, expected_indices.numpy())
 
 
-@pytest.mark.parametrize("vec_len", get_lengths(s=32, max_iters=12))
+@pytest.mark.parametrize("vec_len", list(get_lengths(s=32, max_iters=12)))
 def test_tcuscan_compress_ind_no_arange_fp16_s_32(vec_len: int):
     _test_compress_ind_no_arange(vec_len, 32, torch.float16)
 
 
-@pytest.mark.parametrize("vec_len", get_lengths(s=64, max_iters=8))
+@pytest.mark.parametrize("vec_len", list(get_lengths(s=64, max_iters=8)))
 def test_tcuscan_compress_ind_no_arange_fp16_s_64(vec_len: int):
     _test_compress_ind_no_arange(vec_len, 64, torch.float16)
 
 
-@pytest.mark.parametrize("vec_len", get_lengths(s=128, max_iters=6))
+@pytest.mark.parametrize("vec_len", list(get_lengths(s=128, max_iters=6)))
 def test_tcuscan_compress__ind_no_arange_fp16_s_128(vec_len: int):
     _test_compress_ind_no_arange(vec_len, 128, torch.float16)
 
 
-@pytest.mark.parametrize("vec_len", get_lengths(s=32, max_iters=12))
+@pytest.mark.parametrize("vec_len", list(get_lengths(s=32, max_iters=12)))
 @pytest.mark.parametrize("offset", _OFFSETS)
 def test_tcuscan_compress_ind_no_arange_fp32_s_16(vec_len: int, offset: int):
     _test_compress_ind_no_arange(vec_len - offset, 32, torch.float32)
 
 
-@pytest.mark.parametrize("vec_len", get_lengths(s=64, max_iters=8))
+@pytest.mark.parametrize("vec_len", list(get_lengths(s=64, max_iters=8)))
 @pytest.mark.parametrize("offset", _OFFSETS)
 def test_tcuscan_compress_ind_no_arange_fp32_s_64(vec_len: int, offset: int):
     _test_compress_ind_no_arange(vec_len - offset, 64, torch.float32)
 
 
-@pytest.mark.parametrize("vec_len", get_lengths(s=128, max_iters=6))
+@pytest.mark.parametrize("vec_len", list(get_lengths(s=128, max_iters=6)))
 @pytest.mark.parametrize("offset", _OFFSETS)
 def test_tcuscan_compress_ind_no_arange_fp32_s_128(vec_len: int, offset: int):
     _test_compress_ind_no_arange(vec_len - offset, 128, torch.float32)

@@ -17,7 +17,7 @@ def get_lengths(s, max_iters):
         yield multiplier * NUM_BLOCKS * s * s
 
 
-@pytest.mark.parametrize("vec_len", get_lengths(s=128, max_iters=16))
+@pytest.mark.parametrize("vec_len", list(get_lengths(s=128, max_iters=16)))
 @pytest.mark.parametrize("offset", [0])
 @pytest.mark.parametrize("dtype", [torch.int8, torch.float16], ids=str)
 def test_cube_reduce(vec_len, offset, dtype):

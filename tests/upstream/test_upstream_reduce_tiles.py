@@ -31,7 +31,7 @@ def ref_reduce_tiles(x, dtype, tile_len, num_blocks):
     return sums
 
 
-@pytest.mark.parametrize("vec_len", get_lengths(s=128, max_iters=16))
+@pytest.mark.parametrize("vec_len", list(get_lengths(s=128, max_iters=16)))
 @pytest.mark.parametrize("s", [16, 32, 64, 128])
 @pytest.mark.parametrize("offset", [-127, -34, -11, -1, 0, 1, 11, 17, 34])
 @pytest.mark.parametrize("dtype", [torch.int8, torch.float16], ids=str)

@@ -44,8 +44,8 @@ def _row_length(vec_len, batch_size, s):
 
 
 @pytest.mark.parametrize("s, vec_len, batch_size",
-                         get_lengths_and_batch_sizes(matmul_sizes=_S, multipliers=_MULTIPLIERS,
-                                                     batch_sizes=_BATCH_SIZES))
+                         list(get_lengths_and_batch_sizes(matmul_sizes=_S, multipliers=_MULTIPLIERS,
+                                                          batch_sizes=_BATCH_SIZES)))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
 def test_scan_batch(s, vec_len, batch_size, dtype):
     vec_len = _row_length(vec_len, batch_size, s)

@@ -32,13 +32,13 @@ def _check(vec_len, s, dtype):
     assert torch.allclose(torch.from_numpy(got), expected, atol=1e-3, rtol=1e-7)
 
 
-@pytest.mark.parametrize("vec_len", get_lengths(s=16, max_iters=16))
+@pytest.mark.parametrize("vec_len", list(get_lengths(s=16, max_iters=16)))
 @pytest.mark.parametrize("s", [32, 64, 128])
 @pytest.mark.parametrize("dtype", [torch.int8, torch.float16], ids=str)
 def test_mcscan(vec_len, s, dtype):
     _check(vec_len, s, dtype)
 
 
-@pytest.mark.parametrize("vec_len", get_lengths(s=16, max_iters=12))
+@pytest.mark.parametrize("vec_len", list(get_lengths(s=16, max_iters=12)))
 def test_mcscan_fp16_s_16(vec_len):
     _check(vec_len, 16, torch.float16)

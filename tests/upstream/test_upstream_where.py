@@ -31,16 +31,16 @@ def _test_where(vec_len: int, s: int, dtype):
     assert torch.equal(expected, actual)
 
 
-@pytest.mark.parametrize("vec_len", get_lengths(s=32, max_iters=12))
+@pytest.mark.parametrize("vec_len", list(get_lengths(s=32, max_iters=12)))
 def test_tcuscan_where_fp16_s_32(vec_len: int):
     _test_where(vec_len, 32, torch.float16)
 
 
-@pytest.mark.parametrize("vec_len", get_lengths(s=64, max_iters=8))
+@pytest.mark.parametrize("vec_len", list(get_lengths(s=64, max_iters=8)))
 def test_tcuscan_where_fp16_s_64(vec_len: int):
     _test_where(vec_len, 64, torch.float16)
 
 
-@pytest.mark.parametrize("vec_len", get_lengths(s=128, max_iters=6))
+@pytest.mark.parametrize("vec_len", list(get_lengths(s=128, max_iters=6)))
 def test_tcuscan_where_fp16_s_128(vec_len: int):
     _test_where(vec_len, 128, torch.float16)
