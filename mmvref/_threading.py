@@ -1,5 +1,5 @@
 """Threads and processes: which Numba threading layer the fast ops run on, and
-the guard around each public op (README "Threads and processes").
+the guard around each public op (docs/cpus.md, "Threads and processes").
 
 Numba picks its threading layer once per process, at the first parallel launch.
 Its default order (tbb, omp, workqueue) lands on GNU OpenMP ("omp") wherever TBB

@@ -35,7 +35,7 @@ KERNEL_MODULES = ("tcuscan_ops", "tcuscan.tcuscan_ops")
 #: the device when neither ``device=`` nor $NPU_DEVICE says one
 DEFAULT_DEVICE = "npu:0"
 INSTALL_HINT = ("Install the CANN toolkit and torch_npu, build tcuscan from "
-                "https://github.com/huawei-csl/pytorch-tcuscan (steps: the 'NPU' section of mmvref's README.md), "
+                "https://github.com/huawei-csl/pytorch-tcuscan (steps: mmvref's docs/npu.md), "
                 "or pass module= "
                 "(e.g. npu.testing.fake_tcuscan_ops()) and device='cpu' to run the translation layer on the CPU.")
 

@@ -9,7 +9,7 @@ on whatever scheduler is active (the threaded default, ``dask.config.set(schedul
 Design (the MCScan structure of the Ascend scan paper, one level up): every chunk runs the
 single-machine fast ops; between chunks only O(1) values per chunk travel, each chunk's carry
 (whether it holds a segment start, and the exact sum of its open segment), combined by an exclusive
-scan that is a tree of fan-in 8 (``_graph.carry_tree``), not a sequential loop. Integer carries are
+scan that is a tree of fan-in ``_graph.FANIN`` (32; ``_graph.carry_tree``), not a sequential loop. Integer carries are
 Python ints, so integer results are exact and an overflow is decided on the true values across chunk
 borders: OverflowError when the result is computed, or two's-complement wrap-around with
 ``overflow="wrap"``, exactly as the single-machine ops. Outputs whose length depends on the data
