@@ -19,6 +19,22 @@ and array indices are unsigned where possible (no negative-index wraparound
 code in the inner loops). A radix pass is a stable counting sort on one byte;
 parallel passes cut the input into chunks: per-chunk histograms, one
 exclusive scan over (digit, chunk), per-chunk stable scatters.
+
+Cold start: a first call with an empty Numba cache compiles every kernel it
+reaches, so the paths of small inputs (and of 2-D inputs, and of top-p) are
+each one or two dispatchers, made by factories (``_variant``) whose constants
+select code at compile time: keys of floats or of integers, values emitted or
+not, chunks in parallel or in turn, top-p's draw or not. Each variant is a
+closure with its own Numba cache entry (the cache keys an entry by the
+closure's cell values), and a call compiles only its own; one chunk (small
+inputs, one thread) takes the sequential variants, which compile several times
+faster than ``parallel=True`` kernels. Their helpers are written out in the
+body rather than called as ``inline="always"`` functions: Numba inlines those
+by deep-copying the callee's IR at every call site, which costs more to
+compile than the code itself. Integer kernels of one width serve every caller
+that moves words of that width (the order keys of keys are themselves: ``_key``
+of an integer with S = D = 0), so ``argsort`` and ``topk``'s final sort share
+one specialization.
 """
 from __future__ import annotations
 
@@ -27,6 +43,22 @@ from numba import njit, prange
 
 RADIX = 256
 _M8 = np.uint64(0xFF)
+
+_VARIANTS = {}
+
+
+def _variant(factory, *consts):
+    """The kernel ``factory(*consts)`` makes, made once per process. The constants are the
+    closure cells of the kernel, so each variant has its own entry in the Numba cache; a
+    kernel body names every constant (a factory argument only passed to ``njit`` is named
+    once as a bare expression for that)."""
+    key = (factory, consts)
+    k = _VARIANTS.get(key)
+    if k is None:
+        k = _VARIANTS[key] = factory(*consts)
+        # a module attribute too, so that tools listing the module's dispatchers see it
+        globals()["_" + factory.__name__[len("_make_"):] + "".join(f"_{c}" for c in consts)] = k
+    return k
 
 
 # ----------------------------------------------------------------------------- keys
@@ -93,29 +125,6 @@ def collect_le(v, starts, t, isf, S, F, INF, D, offs, kout, iout):
 
 # ----------------------------------------------------------------------------- sequential sort (on keys)
 
-@njit(cache=True)
-def _hist_all(ks, hist):
-    """hist[b, d] = keys of ks whose byte b is d (two interleaved counter sets,
-    so runs of equal bytes do not serialise on one counter)."""
-    nb = ks.itemsize
-    h2 = np.zeros((nb, RADIX), np.int64)
-    m2 = ks.size // 2 * 2
-    for i in range(0, m2, 2):
-        k0 = np.uint64(ks[i])
-        k1 = np.uint64(ks[i + 1])
-        for b in range(nb):
-            sh = np.uint64(8 * b)
-            hist[b, (k0 >> sh) & _M8] += 1
-            h2[b, (k1 >> sh) & _M8] += 1
-    if m2 < ks.size:
-        k0 = np.uint64(ks[m2])
-        for b in range(nb):
-            hist[b, (k0 >> np.uint64(8 * b)) & _M8] += 1
-    for b in range(nb):
-        for d in range(RADIX):
-            hist[b, d] += h2[b, d]
-
-
 @njit(cache=True, inline="always")
 def _value(vmode, k, X, v, src, S, F):
     """The value word of key k at input position src: k ^ X (vmode 1, integers:
@@ -136,98 +145,288 @@ def _sf(a):
     return S, S | (S - np.uint64(1))
 
 
-@njit(cache=True)
-def _emit(vmode, out_v, p, k, X, v, src):
-    """out_v[p] = the value of key k (``_value``); vmode 0: nothing."""
-    if vmode != 0:
-        S, F = _sf(out_v)
-        out_v[p] = _value(vmode, k, X, v, src, S, F)
+def _make_rows(ISF, VMODE, PAR, TOPK, TOPP):
+    VALS = VMODE != 0
+    FLT = VMODE == 3
+
+    @njit(cache=True, parallel=PAR)
+    def rows(v, S, F, INF, D, X, k, starts, ka, kb, ti, hist, passes, out_i, out_v, sel_i, probs, p, u, kept, out):
+        """Each row r of the 2-D words v stably sorted by its keys (``_key`` of kind ISF;
+        integers with S = D = 0: the words themselves), sequentially: keys, every byte's
+        histogram in one pass, then an LSB pass per byte that is not constant over the row
+        (one pass on the top byte if all are). Positions to out_i[r], values to out_v[r]
+        (VMODE, ``_value``: 0 none, 1 integers, 3 floats).
+
+        TOPK (top-k): only the k (>= 1) smallest keys are sorted, chosen first by
+        ``select_seq``'s MSB-first radix select (ties: the lower position is kept at the
+        cut), their positions in sel_i[c]. TOPP (top-p): the positions to out_i[c], then the
+        draw (``top_p_sample``) from probs[r], p and u[r] into out[r] (kept[c]: its float64
+        row buffer). The rows of chunk c (starts) are one task (in parallel: PAR) with the
+        buffers ka[c], kb[c] (keys), ti[c] (int64) of a row's size, hist[c] (2 * nb,
+        RADIX), passes[c] (nb,)."""
+        PAR  # noqa: B018 (a closure cell: the cache keeps one entry per variant)
+        n = v.shape[1]
+        nb = v.itemsize
+        for c in prange(starts.size - 1):
+            kc = ka[c]
+            hc = hist[c]
+            pc = passes[c]
+            for r in range(starts[c], starts[c + 1]):
+                vr = v[r]
+                oi = out_i[c] if TOPP else out_i[r]
+                # keys (branch-free, so the loop vectorises: ``_key``)
+                for i in range(n):
+                    kk = np.uint64(vr[i])
+                    if ISF:
+                        a = kk & (F ^ S)
+                        neg = np.uint64((kk & S) != np.uint64(0))
+                        kk = kk ^ (S | ((np.uint64(0) - neg) & F))
+                        kk = S if a == np.uint64(0) else kk
+                        kk = F if a > INF else kk
+                    else:
+                        kk = kk ^ S
+                    kc[i] = kk ^ D
+                m = n  # the keys to sort: ks[:m]
+                ks = kc
+                kn = kb[c]
+                if TOPK:  # select the k smallest into kb[c][:k] (positions si), then sort those
+                    ci = ti[c]
+                    si = sel_i[c]
+                    h = hc[0]
+                    need = k
+                    b = nb - 1
+                    ns = 0
+                    implicit = True  # positions 0..m-1 until the first compaction
+                    while b >= 0 and 0 < need < m:
+                        sh = np.uint64(8 * b)
+                        for d in range(RADIX):
+                            h[d] = 0
+                        for i in range(m):
+                            h[(np.uint64(kc[i]) >> sh) & _M8] += 1
+                        cum = 0
+                        d = 0
+                        while cum + h[d] < need:
+                            cum += h[d]
+                            d += 1
+                        b -= 1
+                        if h[d] == m:
+                            continue
+                        j = 0  # candidates compacted in place: write position j <= read position i
+                        ud = np.uint64(d)
+                        for i in range(m):
+                            kk = kc[i]
+                            dd = (np.uint64(kk) >> sh) & _M8
+                            pos = i if implicit else ci[i]
+                            if dd < ud:
+                                kn[ns] = kk
+                                si[ns] = pos
+                                ns += 1
+                            elif dd == ud:
+                                kc[j] = kk
+                                ci[j] = pos
+                                j += 1
+                        implicit = False
+                        m = h[d]
+                        need -= cum
+                    # every candidate left has the same key (or all of them are wanted): the first ``need``
+                    for i in range(need):
+                        kn[ns] = kc[i]
+                        si[ns] = i if implicit else ci[i]
+                        ns += 1
+                    m = k
+                    ks = kn
+                    kn = kc
+                # every byte's histogram: hc[b] and hc[nb + b], two interleaved counter sets
+                # (runs of equal bytes do not serialise on one counter), then added up
+                for b in range(2 * nb):
+                    for d in range(RADIX):
+                        hc[b, d] = 0
+                for i in range(0, m - 1, 2):
+                    k0 = np.uint64(ks[i])
+                    k1 = np.uint64(ks[i + 1])
+                    for b in range(nb):
+                        sh = np.uint64(8 * b)
+                        hc[b, (k0 >> sh) & _M8] += 1
+                        hc[nb + b, (k1 >> sh) & _M8] += 1
+                if m % 2:
+                    k0 = np.uint64(ks[m - 1])
+                    for b in range(nb):
+                        hc[b, (k0 >> np.uint64(8 * b)) & _M8] += 1
+                # the passes (bytes not constant over the keys; the top one if all are), their
+                # histograms turned into offsets
+                P = 0
+                for b in range(nb):
+                    trivial = False
+                    for d in range(RADIX):
+                        hc[b, d] += hc[nb + b, d]
+                        if hc[b, d] == m:
+                            trivial = True
+                    if not trivial or (b == nb - 1 and P == 0):
+                        pc[P] = b
+                        P += 1
+                        t = 0
+                        for d in range(RADIX):
+                            cnt = hc[b, d]
+                            hc[b, d] = t
+                            t += cnt
+                # position buffers: pass q < P-1 writes ib; pass P-2 must write ti (the last
+                # pass reads it while writing oi), so pass 0 writes ti when P is even
+                ia = ti[c]
+                ib = oi
+                if P % 2 == 0:
+                    ib = ti[c]
+                    ia = oi
+                for q in range(P):
+                    o = hc[pc[q]]
+                    sh = np.uint64(8 * pc[q])
+                    last = q == P - 1
+                    for i in range(m):
+                        kk = ks[i]
+                        d = (np.uint64(kk) >> sh) & _M8
+                        j = np.uint64(o[d])
+                        o[d] = j + 1
+                        src = i if q == 0 else ia[i]
+                        if last:
+                            if TOPK:
+                                src = si[src]
+                            oi[j] = src
+                            if VALS:  # the value of the key (``_value``)
+                                kk = np.uint64(kk) ^ X
+                                if FLT:
+                                    if kk == F or kk == S:
+                                        kk = np.uint64(vr[src])
+                                    else:
+                                        kk = kk ^ (S if (kk & S) != np.uint64(0) else F)
+                                out_v[r, j] = kk
+                        else:
+                            kn[j] = kk
+                            ib[j] = src
+                    ks, kn = kn, ks
+                    ia, ib = ib, ia
+                if TOPP:  # q in float64 in sorted order, kept where the exclusive sum e <= p
+                    pr = probs[r]
+                    kp = kept[c]
+                    e = 0.0
+                    total = 0.0
+                    for j in range(n):
+                        q = np.float64(pr[oi[j]])
+                        kq = q if e <= p else 0.0
+                        kp[j] = kq
+                        total += kq
+                        e += q
+                    t = u[r] * total
+                    jj = -1  # the smallest j whose inclusive sum of kept q exceeds t
+                    cs = 0.0
+                    for j in range(n):
+                        cs += kp[j]
+                        if cs > t:
+                            jj = j
+                            break
+                    if jj < 0:  # none (u within an ulp of 1): the last kept q > 0
+                        for j in range(n - 1, -1, -1):
+                            if kp[j] > 0:
+                                jj = j
+                                break
+                    out[r] = oi[jj]
+    return rows
 
 
-@njit(cache=True)
-def _sort_keys(k1, k2, out_i, ti, v, out_v, vmode, X):
-    """Stable LSB radix sort of the keys k1 (clobbered; k2, ti scratch of the
-    same size): out_i = positions in sorted order, out_v per ``vmode``
-    (``_emit``). One counting pass gives every byte's histogram; a byte
-    constant over all keys is skipped."""
-    n = k1.size
-    nb = k1.itemsize
-    if n == 0:
-        return
-    hist = np.zeros((nb, RADIX), np.int64)
-    _hist_all(k1, hist)
-    passes = np.empty(nb, np.intp)
-    P = 0
-    for b in range(nb):
-        trivial = False
-        for d in range(RADIX):
-            if hist[b, d] == n:
-                trivial = True
-        if not trivial:
-            passes[P] = b
-            P += 1
-            t = 0
-            for d in range(RADIX):
-                c = hist[b, d]
-                hist[b, d] = t
-                t += c
-    if P == 0:
-        for i in range(n):
-            out_i[i] = i
-            _emit(vmode, out_v, i, k1[i], X, v, i)
-        return
-    ka = k1
-    kb = k2
-    # position buffers: pass q < P-1 writes ib; pass P-2 must write ti (the last pass
-    # reads it while writing out_i), so pass 0 writes ti when P is even
-    ia = ti
-    ib = out_i
-    if P % 2 == 0:
-        ib = ti
-        ia = out_i
-    for q in range(P):
-        o = hist[passes[q]]
-        sh = np.uint64(8 * passes[q])
-        last = q == P - 1
-        for i in range(n):
-            k = ka[i]
-            d = (np.uint64(k) >> sh) & _M8
-            p = np.uint64(o[d])
-            o[d] = p + 1
-            src = i if q == 0 else ia[i]
-            if last:
-                out_i[p] = src
-                _emit(vmode, out_v, p, k, X, v, src)
-            else:
-                kb[p] = k
-                ib[p] = src
-        ka, kb = kb, ka
-        ia, ib = ib, ia
-
-
-@njit(cache=True)
-def sort_keys(keys, out_i, v, out_v, vmode, X):
-    n = keys.size
-    _sort_keys(keys, np.empty_like(keys), out_i, np.empty(n, np.int64), v, out_v, vmode, X)
-
-
-@njit(cache=True, parallel=True)
-def sort_rows(keys, out_i, v, out_v, vmode, X):
-    """Each row of ``keys`` sorted on its own (rows in parallel)."""
-    n = keys.shape[1]
-    for r in prange(keys.shape[0]):
-        _sort_keys(keys[r], np.empty(n, keys.dtype), out_i[r], np.empty(n, np.int64), v[r], out_v[r], vmode, X)
+def rows(isf, vmode, par, topk=False, topp=False):
+    """The row kernel (``_make_rows``) for words of kind ``isf`` emitting values per ``vmode``;
+    chunks of rows in parallel (``par``) or in turn; a sort, top-k (``topk``) or top-p
+    (``topp``)."""
+    return _variant(_make_rows, bool(isf), int(vmode), bool(par), bool(topk), bool(topp))
 
 
 # ----------------------------------------------------------------------------- parallel 1-D sort
 
-@njit(cache=True, parallel=True)
-def hist_all(keys, starts, hist):
-    """hist[c, b, d] = keys of chunk c whose byte b is d (every byte, one read)."""
-    for c in prange(starts.size - 1):
-        h = np.zeros((keys.itemsize, RADIX), np.int64)
-        _hist_all(keys[starts[c]:starts[c + 1]], h)
-        hist[c] = h
+def _make_keys_hist(ISF):
+    @njit(cache=True, parallel=True)
+    def keys_hist(v, S, F, INF, D, starts, keys, hist):
+        """keys[i] = the key of the word v[i] (``_key`` of kind ISF), and hist[c, b, d] +
+        hist[c, nb + b, d] = the keys of chunk c (starts) whose byte b is d (two interleaved
+        counter sets, so runs of equal bytes do not serialise on one counter): every byte's
+        histogram in the same pass, in blocks of 2048 keys (computed vectorised, then counted
+        while they are in L1)."""
+        nb = v.itemsize
+        for c in prange(starts.size - 1):
+            hc = hist[c]
+            for b in range(2 * nb):
+                for d in range(RADIX):
+                    hc[b, d] = 0
+            for lo in range(starts[c], starts[c + 1], 2048):
+                hi = min(lo + 2048, starts[c + 1])
+                for i in range(lo, hi):
+                    kk = np.uint64(v[i])
+                    if ISF:
+                        a = kk & (F ^ S)
+                        neg = np.uint64((kk & S) != np.uint64(0))
+                        kk = kk ^ (S | ((np.uint64(0) - neg) & F))
+                        kk = S if a == np.uint64(0) else kk
+                        kk = F if a > INF else kk
+                    else:
+                        kk = kk ^ S
+                    keys[i] = kk ^ D
+                for i in range(lo, hi - 1, 2):
+                    k0 = np.uint64(keys[i])
+                    k1 = np.uint64(keys[i + 1])
+                    for b in range(nb):
+                        sh = np.uint64(8 * b)
+                        hc[b, (k0 >> sh) & _M8] += 1
+                        hc[nb + b, (k1 >> sh) & _M8] += 1
+                if (hi - lo) % 2:
+                    k0 = np.uint64(keys[hi - 1])
+                    for b in range(nb):
+                        hc[b, (k0 >> np.uint64(8 * b)) & _M8] += 1
+    return keys_hist
+
+
+def keys_hist(isf):
+    """``keys_hist`` for words of kind ``isf``."""
+    return _variant(_make_keys_hist, bool(isf))
+
+
+def _make_scatter(VMODE):
+    VALS = VMODE != 0
+    FLT = VMODE == 3
+
+    @njit(cache=True, parallel=True)
+    def scatter(kin, iin, first, last, starts, shift, offs, kout, iout, out_i, S, F, X, v, vout):
+        """One stable pass by the byte at ``shift``, each chunk from its offsets (the first
+        pass: positions implicit): (key, position) pairs to kout, iout; the last pass
+        (``last``): positions (int64) to out_i, values per VMODE (``_value``) to vout."""
+        sh = np.uint64(shift)
+        for c in prange(starts.size - 1):
+            o = offs[c].copy()
+            lo = starts[c]
+            hi = starts[c + 1]
+            ks = kin[lo:hi]
+            js = iin[lo:hi] if not first else iin[0:0]
+            for i in range(ks.size):
+                k = ks[i]
+                d = (np.uint64(k) >> sh) & _M8
+                p = np.uint64(o[d])
+                o[d] = p + 1
+                src = lo + i if first else np.int64(js[i])
+                if last:
+                    out_i[p] = src
+                    if VALS:  # the value of the key (``_value``)
+                        kk = np.uint64(k) ^ X
+                        if FLT:
+                            if kk == F or kk == S:
+                                kk = np.uint64(v[src])
+                            else:
+                                kk = kk ^ (S if (kk & S) != np.uint64(0) else F)
+                        vout[p] = kk
+                else:
+                    kout[p] = k
+                    iout[p] = src
+    return scatter
+
+
+def scatter(vmode):
+    """``scatter`` emitting values per ``vmode`` in its last pass."""
+    return _variant(_make_scatter, int(vmode))
 
 
 @njit(cache=True, parallel=True)
@@ -253,48 +452,6 @@ def hist_byte(keys, starts, shift, hist):
 
 
 @njit(cache=True, parallel=True)
-def scatter_mid(kin, iin, first, starts, shift, offs, kout, iout):
-    """A pass that is not the last: (key, position) pairs move stably by the
-    byte at ``shift``, each chunk from its offsets (the first pass: positions implicit)."""
-    sh = np.uint64(shift)
-    for c in prange(starts.size - 1):
-        o = offs[c].copy()
-        lo = starts[c]
-        hi = starts[c + 1]
-        ks = kin[lo:hi]
-        js = iin[lo:hi] if not first else iin[0:0]
-        for i in range(ks.size):
-            k = ks[i]
-            d = (np.uint64(k) >> sh) & _M8
-            p = np.uint64(o[d])
-            o[d] = p + 1
-            kout[p] = k
-            iout[p] = lo + i if first else js[i]
-
-
-@njit(cache=True, parallel=True)
-def scatter_last(kin, iin, first, starts, shift, offs, iout, vmode, X, v, vout):
-    """The last pass: positions (int64) and values per ``vmode`` (``_value``)."""
-    sh = np.uint64(shift)
-    S, F = _sf(v)
-    for c in prange(starts.size - 1):
-        o = offs[c].copy()
-        lo = starts[c]
-        hi = starts[c + 1]
-        ks = kin[lo:hi]
-        js = iin[lo:hi] if not first else iin[0:0]
-        for i in range(ks.size):
-            k = ks[i]
-            d = (np.uint64(k) >> sh) & _M8
-            p = np.uint64(o[d])
-            o[d] = p + 1
-            src = lo + i if first else np.int64(js[i])
-            iout[p] = src
-            if vmode != 0:
-                vout[p] = _value(vmode, k, X, v, src, S, F)
-
-
-@njit(cache=True, parallel=True)
 def identity_emit(keys, iout, vmode, X, v, vout):
     """No pass needed (every byte constant): positions 0..n-1, values per ``vmode``."""
     S, F = _sf(v)
@@ -302,17 +459,6 @@ def identity_emit(keys, iout, vmode, X, v, vout):
         iout[i] = i
         if vmode != 0:
             vout[i] = _value(vmode, keys[i], X, v, i, S, F)
-
-
-@njit(cache=True)
-def offsets(hist, offs):
-    """offs[c, d] = all keys of smaller digits + keys of digit d in earlier chunks."""
-    C = hist.shape[0]
-    t = 0
-    for d in range(RADIX):
-        for c in range(C):
-            offs[c, d] = t
-            t += hist[c, d]
 
 
 @njit(cache=True, parallel=True)
@@ -378,39 +524,6 @@ def select_seq(cv, ci, implicit, m, need, b, sel_k, sel_i, ns):
     return ns
 
 
-@njit(cache=True)
-def _finish(sel_k, sel_i, out_i, v, out_v, vmode, X):
-    """Sort the selected (key, position) pairs by key (stable) -> positions and values."""
-    k = sel_k.size
-    perm = np.empty(k, np.int64)
-    sk = np.empty_like(sel_k)
-    _sort_keys(sel_k, np.empty_like(sel_k), perm, np.empty(k, np.int64), sel_k, sk, 1, np.uint64(0))
-    S, F = _sf(v)
-    for j in range(k):
-        src = sel_i[perm[j]]
-        out_i[j] = src
-        out_v[j] = _value(vmode, sk[j], X, v, src, S, F)
-
-
-@njit(cache=True)
-def finish(sel_k, sel_i, out_i, v, out_v, vmode, X):
-    _finish(sel_k, sel_i, out_i, v, out_v, vmode, X)
-
-
-@njit(cache=True, parallel=True)
-def topk_rows(keys, k, out_i, v, out_v, vmode, X):
-    """Per row: the k smallest keys sorted by (key, column)."""
-    nb = keys.itemsize
-    for r in prange(keys.shape[0]):
-        if k == 0:
-            continue
-        sel_k = np.empty(k, keys.dtype)
-        sel_i = np.empty(k, np.int64)
-        kr = keys[r]
-        select_seq(kr, np.empty(0, np.int64), True, kr.size, k, nb - 1, sel_k, sel_i, 0)
-        _finish(sel_k, sel_i, out_i[r], v[r], out_v[r], vmode, X)
-
-
 @njit(cache=True, parallel=True)
 def select_collect(cv, ci, implicit, starts, shift, dstar, sel_k, sel_i, sure_off, nv, ni, cand_off):
     """One parallel select level: per chunk, keys of digit < dstar go to
@@ -438,41 +551,58 @@ def select_collect(cv, ci, implicit, starts, shift, dstar, sel_k, sel_i, sure_of
 
 # ----------------------------------------------------------------------------- split
 
-@njit(cache=True, parallel=True)
-def mask_counts(m, starts, counts, maxv):
-    """counts[c] = ones in chunk c; maxv[c] = the largest mask byte there (> 1: invalid)."""
-    for c in prange(starts.size - 1):
-        ms = m[starts[c]:starts[c + 1]]
-        k = 0
-        mx = np.uint8(0)
-        for i in range(ms.size):
-            v = ms[i]
-            k += v != 0
-            mx = max(mx, v)
-        counts[c] = k
-        maxv[c] = mx
+def _make_mask_counts(PAR):
+    @njit(cache=True, parallel=PAR)
+    def mask_counts(m, starts, counts, maxv):
+        """counts[c] = ones in chunk c; maxv[c] = the largest mask byte there (> 1: invalid)."""
+        PAR  # noqa: B018 (a closure cell: the cache keeps one entry per variant)
+        for c in prange(starts.size - 1):
+            ms = m[starts[c]:starts[c + 1]]
+            k = 0
+            mx = np.uint8(0)
+            for i in range(ms.size):
+                v = ms[i]
+                k += v != 0
+                mx = max(mx, v)
+            counts[c] = k
+            maxv[c] = mx
+    return mask_counts
 
 
-@njit(cache=True, parallel=True)
-def split_scatter(x, m, starts, one_base, zero_base, out, idx, want_idx):
-    """Stable split: chunk c writes its ones from one_base[c], its zeros from zero_base[c]."""
-    for c in prange(starts.size - 1):
-        o = one_base[c]
-        z = zero_base[c]
-        lo = starts[c]
-        xs = x[lo:starts[c + 1]]
-        ms = m[lo:starts[c + 1]]
-        for i in range(xs.size):
-            if ms[i] != 0:
-                out[o] = xs[i]
-                if want_idx:
-                    idx[o] = lo + i
-                o += 1
-            else:
-                out[z] = xs[i]
-                if want_idx:
-                    idx[z] = lo + i
-                z += 1
+def mask_counts(par):
+    """``mask_counts``: chunks in parallel (``par``) or in turn."""
+    return _variant(_make_mask_counts, bool(par))
+
+
+def _make_split_scatter(PAR, IDX):
+    @njit(cache=True, parallel=PAR)
+    def split_scatter(x, m, starts, one_base, zero_base, out, idx):
+        """Stable split: chunk c writes its ones from one_base[c], its zeros from zero_base[c]
+        (IDX: and their positions to idx)."""
+        PAR  # noqa: B018 (a closure cell: the cache keeps one entry per variant)
+        for c in prange(starts.size - 1):
+            o = one_base[c]
+            z = zero_base[c]
+            lo = starts[c]
+            xs = x[lo:starts[c + 1]]
+            ms = m[lo:starts[c + 1]]
+            for i in range(xs.size):
+                if ms[i] != 0:
+                    out[o] = xs[i]
+                    if IDX:
+                        idx[o] = lo + i
+                    o += 1
+                else:
+                    out[z] = xs[i]
+                    if IDX:
+                        idx[z] = lo + i
+                    z += 1
+    return split_scatter
+
+
+def split_scatter(par, want_idx):
+    """``split_scatter``: chunks in parallel (``par``) or in turn; positions written or not."""
+    return _variant(_make_split_scatter, bool(par), bool(want_idx))
 
 
 # ----------------------------------------------------------------------------- batched scan
@@ -500,14 +630,19 @@ def total_int(w):
 
 
 @njit(cache=True)
-def first_above_float(w, t):
-    """Smallest i with c_i > t, c = sequential float64 cumulative sums; -1 if none."""
+def sample_float(w, u):
+    """(the float64 total of w in index order, the smallest i with c_i > u * total or -1 if
+    none; c = sequential float64 cumulative sums): ``weighted_sample``'s draw for a scalar u."""
     c = 0.0
     for i in range(w.size):
         c += np.float64(w[i])
-        if c > t:
-            return i
-    return -1
+    t = u * c
+    s = 0.0
+    for i in range(w.size):
+        s += np.float64(w[i])
+        if s > t:
+            return c, i
+    return c, -1
 
 
 @njit(cache=True)
@@ -543,30 +678,3 @@ def last_positive(w):
         if w[i] > 0:
             return i
     return -1
-
-
-@njit(cache=True, parallel=True)
-def top_p_rows(keys, probs, p, u, out):
-    """Per row: stable descending order (``keys``: descending keys, clobbered),
-    q in float64, e = exclusive sequential sum, kept q where e <= p, then the
-    inverse transform with u[r] on the kept q; out[r] = original column."""
-    n = keys.shape[1]
-    for r in prange(keys.shape[0]):
-        order = np.empty(n, np.int64)
-        kr = keys[r]
-        _sort_keys(kr, np.empty(n, keys.dtype), order, np.empty(n, np.int64), kr, kr, 0, np.uint64(0))
-        pr = probs[r]
-        kept = np.empty(n, np.float64)
-        e = 0.0
-        total = 0.0
-        for j in range(n):
-            q = np.float64(pr[order[j]])
-            kq = q if e <= p else 0.0
-            kept[j] = kq
-            total += kq
-            e += q
-        t = u[r] * total
-        j = first_above_float(kept, t)
-        if j < 0:
-            j = last_positive(kept)
-        out[r] = order[j]

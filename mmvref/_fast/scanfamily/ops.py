@@ -32,6 +32,12 @@ Algorithms:
                       ``segops.scan``.
   weighted_sample,    float64 sums in index order (bit-equal to np.cumsum in
   top_p_sample        float64); integers in exact int64.
+
+Cold start: below PAR_MIN elements (or on one thread) a 1-D sort or top-k is
+one sequential kernel (keys, the top-k selection, histograms and passes:
+``_portable.rows`` on one row); 2-D sorts, top-k and top-p rows are the same
+kernel over chunks of rows, sequential below PAR_MIN elements. Only the paths
+of longer 1-D inputs use the parallel 1-D kernels.
 """
 from __future__ import annotations
 
@@ -41,12 +47,20 @@ import numba
 import numpy as np
 
 from ..._threading import guarded
-from ..._validate import as_flags, as_uniform, as_values, check_bool, check_int, check_overflow, check_weights
-from . import _portable as K
-from .._policy import like_input
-from ..._validate import is_tensor, to_numpy
-from .._policy import kernel_result_dtype
+from ..._validate import (
+    as_flags,
+    as_uniform,
+    as_values,
+    check_bool,
+    check_int,
+    check_overflow,
+    check_weights,
+    is_tensor,
+    to_numpy,
+)
+from .._policy import kernel_result_dtype, like_input
 from ..segment._column import scan_rows
+from . import _portable as K
 
 __all__ = ["batched_scan", "split", "split_ind", "radix_sort", "argsort", "topk", "weighted_sample",
            "top_p_sample"]
@@ -115,51 +129,92 @@ def _par_chunks(n):
     return np.linspace(0, n, C + 1).astype(np.int64)
 
 
-def _psort(keys, v, vmode, X):
-    """Parallel stable LSB radix sort of the 1-D keys (clobbered): (values per
+def _psort(b, kp, vmode, X):
+    """Parallel stable LSB radix sort of the 1-D words b by their keys (kp): (values per
     vmode, positions int64)."""
-    n = keys.size
+    n = b.size
     starts = _par_chunks(n)
     C = starts.size - 1
-    nb = keys.itemsize
-    hist = np.empty((C, nb, K.RADIX), np.int64)
-    K.hist_all(keys, starts, hist)
+    nb = b.itemsize
+    isf, S, F, INF, D = kp
+    keys = np.empty_like(b)
+    h2 = np.empty((C, 2 * nb, K.RADIX), np.int64)
+    K.keys_hist(isf)(b, S, F, INF, D, starts, keys, h2)
+    hist = h2[:, :nb] + h2[:, nb:]
     tot = hist.sum(axis=0)
-    passes = [b for b in range(nb) if tot[b].max() < n]
+    passes = [j for j in range(nb) if tot[j].max() < n]
     out_i = np.empty(n, np.int64)
-    out_v = np.empty(n if vmode else 0, v.dtype)
+    out_v = np.empty(n if vmode else 0, b.dtype)
     if not passes:
-        K.identity_emit(keys, out_i, vmode, X, v, out_v)
+        K.identity_emit(keys, out_i, vmode, X, b, out_v)
         return out_v, out_i
     itype = np.int32 if n < 2**31 else np.int64
     P = len(passes)
-    kb = [keys, np.empty_like(keys)] if P > 1 else [keys]
-    ib = [np.empty(n, itype) for _ in range(min(P - 1, 2))]
-    offs = np.empty((C, K.RADIX), np.int64)
+    kb = [keys, np.empty_like(keys) if P > 1 else keys[:0]]
+    ib = [np.empty(n if P > 1 else 0, itype), np.empty(n if P > 2 else 0, itype)]
     h = np.ascontiguousarray(hist[:, passes[0], :])
     cur_i = np.empty(0, itype)
-    for j, b in enumerate(passes):
-        K.offsets(h, offs)
-        first = j == 0
-        cur_k = kb[j % 2]
-        if j == P - 1:
-            K.scatter_last(cur_k, cur_i, first, starts, 8 * b, offs, out_i, vmode, X, v, out_v)
-        else:
-            nk, ni = kb[(j + 1) % 2], ib[j % 2]
-            K.scatter_mid(cur_k, cur_i, first, starts, 8 * b, offs, nk, ni)
+    kernel = K.scatter(vmode)
+    for j, byte in enumerate(passes):
+        # offs[c, d] = all keys of smaller digits + keys of digit d in earlier chunks
+        flat = h.T.reshape(-1)
+        offs = np.ascontiguousarray((np.cumsum(flat) - flat).reshape(K.RADIX, C).T)
+        last = j == P - 1
+        nk, ni = kb[(j + 1) % 2], ib[j % 2]
+        kernel(kb[j % 2], cur_i, j == 0, last, starts, 8 * byte, offs, nk, ni, out_i, S, F, X, b, out_v)
+        if not last:
             K.hist_byte(nk, starts, 8 * passes[j + 1], h)
             cur_i = ni
     return out_v, out_i
 
 
-def _sort_1d(keys, v, vmode, X):
-    n = keys.size
-    if n >= PAR_MIN and numba.get_num_threads() > 1:
-        return _psort(keys, v, vmode, X)
-    out_v = np.empty(n if vmode else 0, v.dtype)
-    out_i = np.empty(n, np.int64)
-    K.sort_keys(keys, out_i, v, out_v, vmode, X)
+def _row_chunks(rows, n):
+    """(row chunk starts, parallel?) of a row kernel: chunks of rows in parallel when there
+    are several rows, threads and at least PAR_MIN elements, else one chunk in turn."""
+    T = numba.get_num_threads()
+    par = rows > 1 and T > 1 and rows * n >= PAR_MIN
+    C = min(rows, T * CHUNKS_PER_THREAD) if par else 1
+    return np.linspace(0, rows, C + 1).astype(np.int64), par
+
+
+def _ident(itemsize):
+    """``_key_params`` under which the integer key of a word is the word itself (S = D = 0):
+    how sorted keys are sorted again (``argsort``'s integer kernel of that width)."""
+    z = np.uint64(0)
+    return False, z, np.uint64((1 << (8 * itemsize)) - 1), z, z
+
+
+def _sort_rows(b, kp, vmode, X, k=None, topp=None):
+    """Each row of the 2-D words b stably sorted by its keys: (values per vmode, positions
+    int64), by ``_portable.rows``; ``k``: only the k (>= 1) smallest keys of each row (top-k);
+    ``topp`` = (probs rows, p, u, out): top-p's draw instead (returns nothing)."""
+    R, n = b.shape
+    nb = b.itemsize
+    starts, par = _row_chunks(R, n)
+    C = starts.size - 1
+    isf, S, F, INF, D = kp
+    m = n if k is None else k
+    out_i = np.empty((R if topp is None else C, m), np.int64)
+    out_v = np.empty((R, m), b.dtype) if vmode else None
+    sel_i = None if k is None else np.empty((C, k), np.int64)
+    probs = p = u = kept = out = None
+    if topp is not None:
+        probs, p, u, out = topp
+        kept = np.empty((C, n), np.float64)
+    K.rows(isf, vmode, par, k is not None, topp is not None)(
+        b, S, F, INF, D, X, m, starts, np.empty((C, n), b.dtype), np.empty((C, n), b.dtype),
+        np.empty((C, n), np.int64), np.empty((C, 2 * nb, K.RADIX), np.int64), np.empty((C, nb), np.intp), out_i,
+        out_v, sel_i, probs, p, u, kept, out)
     return out_v, out_i
+
+
+def _sort_1d(b, kp, vmode, X):
+    """Stable sort of the 1-D words b by their keys: (values per vmode, positions int64)."""
+    n = b.size
+    if n >= PAR_MIN and numba.get_num_threads() > 1:
+        return _psort(b, kp, vmode, X)
+    sv, idx = _sort_rows(b.reshape(1, n), kp, vmode, X)
+    return (sv.reshape(n) if vmode else np.empty(0, b.dtype)), idx.reshape(n)
 
 
 # ----------------------------------------------------------------------------- split
@@ -170,9 +225,16 @@ def _split(x, mask, want_idx):
     n = x.size
     starts = _chunks(n)
     C = starts.size - 1
+    par = C > 1 and numba.get_num_threads() > 1
     counts = np.zeros(C, np.int64)
     maxv = np.zeros(C, np.uint8)
-    K.mask_counts(m, starts, counts, maxv)
+    if n <= PAR_MIN:  # numpy: as fast there, and no kernel to compile
+        for c in range(C):
+            ms = m[starts[c]:starts[c + 1]]
+            counts[c] = np.count_nonzero(ms)
+            maxv[c] = ms.max(initial=0)
+    else:
+        K.mask_counts(par)(m, starts, counts, maxv)
     if n and int(maxv.max()) > 1:
         i = int(np.argmax(m > 1))
         bad = to_numpy(mask, "mask")
@@ -182,7 +244,7 @@ def _split(x, mask, want_idx):
     zero_base = int(counts.sum()) + (starts[:-1] - one_base)  # zeros before chunk c = elements - ones
     out = np.empty_like(x)
     idx = np.empty(n if want_idx else 0, np.int64)
-    K.split_scatter(_bits(x), m, starts, one_base, zero_base, _bits(out), idx, want_idx)
+    K.split_scatter(par, want_idx)(_bits(x), m, starts, one_base, zero_base, _bits(out), idx)
     return out, idx
 
 
@@ -207,8 +269,7 @@ def split_ind(x, mask):
 def _sort(x, descending):
     x = _values(x, ndims=(1, 2))
     kp = _key_params(x.dtype, check_bool(descending, "descending"))
-    b = _bits(x)
-    return x, b, kp, _keys(b, kp)
+    return x, _bits(x), kp
 
 
 @guarded
@@ -221,14 +282,9 @@ def radix_sort(x, *, descending=False):
     bit for bit (DEVELOPERS.md, "Order").
     """
     src = x
-    x, b, kp, keys = _sort(x, descending)
+    x, b, kp = _sort(x, descending)
     vmode, X = _emit_mode(x.dtype, kp)
-    if x.ndim == 1:
-        sv, idx = _sort_1d(keys, b, vmode, X)
-    else:
-        sv = np.empty_like(b)
-        idx = np.empty(x.shape, np.int64)
-        K.sort_rows(keys, idx, b, sv, vmode, X)
+    sv, idx = (_sort_1d if x.ndim == 1 else _sort_rows)(b, kp, vmode, X)
     return like_input(sv.view(x.dtype), src), like_input(idx, src)
 
 
@@ -236,12 +292,8 @@ def radix_sort(x, *, descending=False):
 def argsort(x, *, descending=False):
     """The indices (int64) of ``radix_sort(x, descending=...)`` (stable)."""
     src = x
-    x, b, kp, keys = _sort(x, descending)
-    if x.ndim == 1:
-        _, idx = _sort_1d(keys, b, 0, np.uint64(0))
-    else:
-        idx = np.empty(x.shape, np.int64)
-        K.sort_rows(keys, idx, keys, keys, 0, np.uint64(0))
+    x, b, kp = _sort(x, descending)
+    _, idx = (_sort_1d if x.ndim == 1 else _sort_rows)(b, kp, 0, np.uint64(0))
     return like_input(idx, src)
 
 
@@ -263,6 +315,23 @@ def _threshold(b, k, kp):
     if q >= s // 8:
         return None
     return sk[q]
+
+
+def _finish_rows(b, sel_k, sel_i):
+    """The selected (key, position) pairs of each row (2-D) sorted by key, stably ->
+    (values: the words of b at those positions, positions)."""
+    _, perm = _sort_rows(sel_k, _ident(sel_k.itemsize), 0, np.uint64(0))
+    idx = np.take_along_axis(sel_i, perm, axis=1)
+    return np.take_along_axis(b, idx, axis=1), idx
+
+
+def _topk_rows(b, k, kp, vmode, X):
+    """(values, positions) of the k smallest keys of each row of the 2-D words b, sorted by
+    (key, position): ``_portable.rows`` selecting, then sorting."""
+    R, n = b.shape
+    if k == 0 or R == 0:
+        return np.empty((R, k), b.dtype), np.empty((R, k), np.int64)
+    return _sort_rows(b, kp, vmode, X, k=k)
 
 
 def _topk_1d(b, k, kp, vmode, X):
@@ -290,8 +359,15 @@ def _topk_1d(b, k, kp, vmode, X):
                 ck = np.empty(tot, b.dtype)
                 ci = np.empty(tot, np.int64)
                 K.collect_le(b, starts, np.uint64(t), *kp, offs, ck, ci)
+                if k < PAR_MIN or not par:  # select and sort the candidates (in position order) at once
+                    _, j = _sort_rows(ck.reshape(1, tot), _ident(nb), 0, np.uint64(0), k=k)
+                    idx = ci[j.reshape(k)]
+                    return b[idx], idx
                 K.select_seq(ck, ci, False, tot, k, nb - 1, sel_k, sel_i, 0)
                 done = True
+    if not done and (n < PAR_MIN or not par):  # sequential: the row kernels on one row
+        sv, idx = _topk_rows(b.reshape(1, n), k, kp, vmode, X)
+        return sv.reshape(k), idx.reshape(k)
     if not done:
         keys = _keys(b, kp)
         cv, ci, implicit, m, need, byte, ns = keys, np.empty(0, np.int64), True, n, k, nb - 1, 0
@@ -318,12 +394,12 @@ def _topk_1d(b, k, kp, vmode, X):
             byte -= 1
         K.select_seq(cv, ci, implicit, m, need, byte, sel_k, sel_i, ns)
     if k >= PAR_MIN and par:
-        sk, perm = _psort(sel_k, sel_k, 1, np.uint64(0))
+        sk, perm = _psort(sel_k, _ident(nb), 1, np.uint64(0))  # sk: the sorted keys
         out_i = sel_i[perm]
         K.values_of(sk, out_i, vmode, X, b, out_v)
         return out_v, out_i
-    K.finish(sel_k, sel_i, out_i, b, out_v, vmode, X)
-    return out_v, out_i
+    sv, idx = _finish_rows(b.reshape(1, n), sel_k.reshape(1, k), sel_i.reshape(1, k))
+    return sv.reshape(k), idx.reshape(k)
 
 
 @guarded
@@ -342,9 +418,7 @@ def topk(x, k, *, largest=True):
     if x.ndim == 1:
         sv, idx = _topk_1d(b, k, kp, vmode, X)
     else:
-        sv = np.empty((x.shape[0], k), b.dtype)
-        idx = np.empty((x.shape[0], k), np.int64)
-        K.topk_rows(_keys(b, kp), k, idx, b, sv, vmode, X)
+        sv, idx = _topk_rows(b, k, kp, vmode, X)
     return like_input(sv.view(x.dtype), src), like_input(idx, src)
 
 
@@ -394,6 +468,11 @@ def weighted_sample(w, u):
     w = _weights(w)
     u = as_uniform(to_numpy(u, "u"))
     isf = w.dtype.kind == "f"
+    if isf and u.ndim == 0:  # the total and the draw in one kernel
+        total, i = K.sample_float(w, float(u))
+        if not total > 0:
+            raise ValueError("w must have a positive total, got " + repr(total))
+        return np.int64(i if i >= 0 else K.last_positive(w))
     if isf:
         total = K.total_float(w)
     else:
@@ -408,13 +487,9 @@ def weighted_sample(w, u):
     def last():
         return int(K.last_positive(w))
 
-    if u.ndim == 0:
-        t = float(u) * ftotal
-        if isf:
-            i = K.first_above_float(w, t)
-        else:
-            ft = math.floor(t)
-            i = K.first_above_int(w, ft) if ft < total else -1
+    if u.ndim == 0:  # integers (floats: above)
+        ft = math.floor(float(u) * ftotal)
+        i = K.first_above_int(w, ft) if ft < total else -1
         return np.int64(i if i >= 0 else last())
     uf = u.reshape(-1)
     t = uf * ftotal
@@ -470,8 +545,9 @@ def top_p_sample(probs, p, u):
         bad = np.flatnonzero(~(totals > 0))
         if bad.size:
             raise ValueError(f"probs row {int(bad[0])} must have a positive total")
-        keys = _keys(_bits(np.ascontiguousarray(rows)), _key_params(rows.dtype, True))
-        K.top_p_rows(keys, rows, pf, np.ascontiguousarray(u.reshape(-1)), out)
+        rows = np.ascontiguousarray(rows)
+        _sort_rows(_bits(rows), _key_params(rows.dtype, True), 0, np.uint64(0),
+                   topp=(rows, pf, np.ascontiguousarray(u.reshape(-1)), out))
     if probs.ndim == 1:
         return np.int64(out[0])
     return like_input(out, src)

@@ -32,9 +32,9 @@ import numba
 import numpy as np
 
 from ..._validate import check_bool
-from . import _portable_nd as R
 from .._csr_input import check_indptr_order, long_segments
 from .._policy import check_size, deliver, finish, like_input, out_buffer, overflow_error, result_dtypes
+from . import _portable_nd as R
 
 __all__ = ["reduce_nd", "reduce3", "starts_indptr", "as3d", "reduce_code"]
 
@@ -44,6 +44,9 @@ _I64 = np.iinfo(np.int64)
 #: a segment longer than this share of a batch's elements (and of at least this many
 #: elements) is reduced in parts by all threads when there are fewer batches than threads
 _LONG_MIN = 1 << 15
+
+#: ``starts_indptr`` takes numpy up to this many flags (its two kernels above)
+_STARTS_SMALL = 1 << 16
 
 #: scatter's direct float path reads the whole index once per thread: taken up to this many threads
 _DIRECT_MAX_THREADS = 8
@@ -77,24 +80,25 @@ def _share(E):
 
 
 def _tasks(bounds, B, E, split_long=True):
-    """Tasks of whole segments balanced by element count: (t_b, t_lo, t_hi, skip, long); no long
-    segment is split when ``split_long`` is false."""
+    """Tasks of whole segments balanced by element count: (t_b, t_lo, t_hi, long). The long
+    segments (reduced in parts by the caller) are in no task: the tasks' ranges are cut around
+    them. No segment is long when ``split_long`` is false."""
     T = numba.get_num_threads()
     N = bounds.size - 1
     per_batch = max(1, min(N, -(-4 * T // B), E // 1024 + 1))
     cuts = np.searchsorted(bounds, np.linspace(0, E, per_batch + 1)[1:-1].astype(np.int64), side="right") - 1
     seg = np.unique(np.concatenate([[0], np.clip(cuts, 0, N), [N]])).astype(np.int64)
-    t_b = np.repeat(np.arange(B, dtype=np.int64), seg.size - 1)
-    t_lo = np.tile(seg[:-1], B)
-    t_hi = np.tile(seg[1:], B)
     long = np.zeros(0, np.int64)
-    skip = np.zeros(0, np.bool_)
     if B < T and N and split_long:
         long = long_segments(bounds, _share(E))
-        if long.size:
-            skip = np.zeros(N, np.bool_)
-            skip[long] = True
-    return t_b, t_lo, t_hi, skip, long
+    lo, hi = seg[:-1], seg[1:]
+    if long.size:
+        seg = np.unique(np.concatenate([seg, long, long + 1]))
+        lo, hi = seg[:-1], seg[1:]  # a long segment n is the range [n, n + 1): dropped
+        keep = ~np.isin(lo, long)
+        lo, hi = lo[keep], hi[keep]
+    t_b = np.repeat(np.arange(B, dtype=np.int64), lo.size)
+    return t_b, np.tile(lo, B), np.tile(hi, B), long
 
 
 def _by_column(x3, rows, want_arg):
@@ -102,26 +106,32 @@ def _by_column(x3, rows, want_arg):
     return x3.dtype.kind == "f" and x3.shape[0] > 0 and x3.shape[2] == 1 and rows.size == 0 and not want_arg
 
 
-def _run(x3, bounds, rows, op, out3, arg3, want_arg, empty_arg, skip, t_b, t_lo, t_hi, check):
-    """One kernel launch; for integers returns ((min, max) of the int64 results, wrapped)."""
+def _run(x3, bounds, rows, op, out3, arg3, want_arg, empty_arg, t_b, t_lo, t_hi, check):
+    """One kernel launch (the kernel made for this reduction, args, feature count and rows: see
+    ``_portable_nd``); for integers returns ((min, max) of the int64 results, wrapped). The
+    kernels check the offsets they read: a ValueError names the first decreasing one."""
+    bad = np.zeros(t_b.size, np.bool_)
+    B, E, F = x3.shape
+    assert out3.flags.c_contiguous and arg3.flags.c_contiguous  # the flat views below are written
+    xf, of, af = x3.reshape(-1), out3.reshape(-1), arg3.reshape(-1)
+    lo_hi, wrapped = None, False
     if x3.dtype.kind == "f":
-        B, E, F = x3.shape
         if _by_column(x3, rows, want_arg):  # one column in order: vector steps along segments
-            bad = np.zeros(t_b.size, np.bool_)
-            R.csr_reduce_column_float(x3.reshape(B, E), bounds, t_b, t_lo, t_hi, op,
-                                      out3.reshape(B, out3.shape[1]), skip, bad)
-            if bad.any():
-                check_indptr_order(bounds)  # raises, naming the first decreasing offset
+            R.csr_reduce_column_float(op)(xf, E, bounds, t_b, t_lo, t_hi, of, bad)
         else:
-            R.csr_reduce_float(x3, bounds, rows, t_b, t_lo, t_hi, op, out3, arg3, want_arg, empty_arg, skip)
-        return None, False
-    ranges = np.empty((t_b.size, 2), np.int64)
-    flags = np.zeros(t_b.size, np.int64)
-    R.csr_reduce_int(x3, bounds, rows, t_b, t_lo, t_hi, op, out3, arg3, want_arg, empty_arg, skip, check,
-                     ranges, flags)
-    if t_b.size == 0:
-        return None, False
-    return (int(ranges[:, 0].min()), int(ranges[:, 1].max())), bool(flags.any())
+            R.csr_reduce_float(op, want_arg, F, rows.size > 0)(xf, E, F, bounds, rows, t_b, t_lo, t_hi, of, af,
+                                                               empty_arg, bad)
+    else:
+        ranges = np.empty((t_b.size, 2), np.int64)
+        flags = np.zeros(t_b.size, np.int64)
+        R.csr_reduce_int(op, want_arg, F, check, rows.size > 0)(xf, E, F, bounds, rows, t_b, t_lo, t_hi, of, af,
+                                                                empty_arg, bad, ranges, flags)
+        if t_b.size:
+            lo_hi, wrapped = (int(ranges[:, 0].min()), int(ranges[:, 1].max())), bool(flags.any())
+    if bad.any():
+        check_indptr_order(bounds)  # raises, naming the first decreasing offset
+        raise ValueError("indptr must be non-decreasing")
+    return lo_hi, wrapped
 
 
 def reduce3(x3, bounds, rows, op, cdt, want_arg, check, out3=None):
@@ -138,12 +148,12 @@ def reduce3(x3, bounds, rows, op, cdt, want_arg, check, out3=None):
     arg3 = np.empty((B, N, F) if want_arg else (0, 0, 0), np.int64)
     if out3.size == 0:
         return out3, arg3, None, False
-    t_b, t_lo, t_hi, skip, long = _tasks(bounds, B, E, split_long=not (check and op == R.PROD))
-    lo_hi, wrapped = _run(x3, bounds, rows, op, out3, arg3, want_arg, E, skip, t_b, t_lo, t_hi, check)
+    t_b, t_lo, t_hi, long = _tasks(bounds, B, E, split_long=not (check and op == R.PROD))
+    lo_hi, wrapped = _run(x3, bounds, rows, op, out3, arg3, want_arg, E, t_b, t_lo, t_hi, check)
     T = numba.get_num_threads()
     for n in long:  # a long segment: parts by every thread, then the parts' results reduced
         lo, hi = int(bounds[n]), int(bounds[n + 1])
-        if not 0 <= lo <= hi <= E:  # not read by the column kernel, which checked the others
+        if not 0 <= lo <= hi <= E:  # in no task: the kernels checked the other segments
             check_indptr_order(bounds)
         P = 4 * T
         parts = np.linspace(lo, hi, P + 1).astype(np.int64)
@@ -153,14 +163,13 @@ def reduce3(x3, bounds, rows, op, cdt, want_arg, check, out3=None):
         parg = np.empty((B, P, F) if want_arg else (0, 0, 0), np.int64)
         pb = np.repeat(np.arange(B, dtype=np.int64), P)
         pl = np.tile(np.arange(P, dtype=np.int64), B)
-        r1, w1 = _run(x3, parts, rows, pop, pout, parg, want_arg, E, np.zeros(0, np.bool_), pb, pl, pl + 1,
-                      check)
+        r1, w1 = _run(x3, parts, rows, pop, pout, parg, want_arg, E, pb, pl, pl + 1, check)
         one = np.array([0, P], np.int64)
         cout = np.empty((B, 1, F), pdt)
         carg = np.empty((B, 1, F) if want_arg else (0, 0, 0), np.int64)
         z = np.zeros(B, np.int64)
-        r2, w2 = _run(pout, one, np.zeros(0, np.int64), pop, cout, carg, want_arg, P, np.zeros(0, np.bool_),
-                      np.arange(B, dtype=np.int64), z, z + 1, check)
+        r2, w2 = _run(pout, one, np.zeros(0, np.int64), pop, cout, carg, want_arg, P, np.arange(B, dtype=np.int64),
+                      z, z + 1, check)
         wrapped = wrapped or w1 or w2
         v = cout[:, 0, :]
         if op == R.MEAN:
@@ -197,7 +206,8 @@ def _scatter_float(x3, index, op, n, cdt, want_arg, buf3=None):
         parg = np.empty((T, B, n, F) if want_arg else (0, 0, 0, 0), np.int64)
         cdt_count = _count_dtype(op, E)
         pcount = np.empty((T, n if cdt_count is not None else 0), cdt_count or np.int32)
-        R.scatter_private_float(x3, index, cuts, op, priv, parg, want_arg, pcount)
+        R.scatter_private_float(op, want_arg)(x3.reshape(-1), B, E, F, n, index, cuts, priv.reshape(-1),
+                                              parg.reshape(-1), pcount.reshape(-1))
         out3, counts = priv[0], pcount[0].astype(np.int64)
         if buf3 is not None:  # the pieces are combined into the caller's array (one pass either way)
             buf3[...] = out3
@@ -226,8 +236,10 @@ def _scatter_float(x3, index, op, n, cdt, want_arg, buf3=None):
         arg3 = np.empty((B, n, F) if want_arg else (0, 0, 0), np.int64)
         cdt_count = _count_dtype(op, E)
         counts = np.empty(n if cdt_count is not None else 0, cdt_count or np.int32)
-        R.scatter_direct_float(x3, index, np.linspace(0, n, T + 1).astype(np.int64), op, out3, arg3,
-                               want_arg, counts)
+        assert out3.flags.c_contiguous  # written through its flat view
+        parts = np.linspace(0, n, T + 1).astype(np.int64)
+        R.scatter_direct_float(op, want_arg)(x3.reshape(-1), B, E, F, n, index, parts, out3.reshape(-1),
+                                             arg3.reshape(-1), counts)
         counts = counts.astype(np.int64)
     if want_arg:  # segments whose values all equal the identity (+-inf): their first position
         stuck = (arg3 == E) & (counts > 0)[None, :, None]
@@ -292,7 +304,8 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
     """The shared body of segment_csr / segment_coo / scatter / segmented_sum (validated
     bounds and rows in hand; or, for scatter's direct float path, the validated ``index``).
     ``order_checked=False``: bounds (int64, bounds[0] == 0, bounds[-1] == E) are not yet known to
-    be non-decreasing; the one-column kernel checks them in its pass, other paths first here."""
+    be non-decreasing; the kernels check them in their pass (the reductions' and the one-column
+    integer sums'), so only an input no kernel reads is checked here."""
     op = reduce_code(reduce)
     return_arg = check_bool(return_arg, "return_arg")
     if return_arg and op not in (R.MIN, R.MAX):
@@ -306,7 +319,7 @@ def reduce_nd(src, x, axis, bounds, rows, reduce, return_arg, dtype, overflow, o
     if cdt.kind == "f":
         x3 = x3.astype(cdt, copy=False)
     check = _int_check(x, op, overflow)
-    if not order_checked and not _by_column(x3, rows, return_arg):
+    if not order_checked and x3.size == 0:  # no kernel reads the offsets (the kernels check those they read)
         check_indptr_order(bounds)
     if B == 1 and F == 1 and index is None and rows.size == 0 and op in (R.SUM, R.MEAN) and E and cdt.kind == "i":
         # one integer column: the 1-D segment-sum kernels (prefix differences for short rows,
@@ -364,6 +377,11 @@ def starts_indptr(f, E):
     from . import _portable as K
 
     fu = np.ascontiguousarray(f).view(np.uint8)
+    if E <= _STARTS_SMALL:  # numpy: as fast there, and no kernels to compile for a small first call
+        if fu.max() > 1:
+            i = int(np.argmax(fu > 1))
+            raise ValueError(f"flags must hold only 0 and 1 (segment starts); flags[{i}] = {f[i]}")
+        return np.concatenate([[0], np.flatnonzero(fu[1:]) + 1, [E]]).astype(np.int64)
     T = numba.get_num_threads()
     starts = np.linspace(0, E, max(1, min(4 * T, E // 16384)) + 1).astype(np.int64)
     counts = np.zeros(starts.size - 1, np.int64)

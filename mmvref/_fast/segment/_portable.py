@@ -103,10 +103,30 @@ def scan_float(x, out, starts, offs, exclusive):
 
 # ----------------------------------------------------------------------------- flags
 
-@njit(cache=True, parallel=True)
+#: ``flag_stats`` counts with numpy up to this many flags: as fast there (a few chunks at most), and
+#: no kernel to compile for a small first call
+FLAGS_SMALL = 1 << 16
+
+
 def flag_stats(f, starts, counts, bad):
     """counts[c] = number of set flags in chunk c, ignoring global position 0
-    (it always starts a segment); bad[c] = OR of the raw flag bytes (> 1: invalid)."""
+    (it always starts a segment); bad[c] = OR of the raw flag bytes (> 1: invalid).
+    f: uint8. One parallel pass (``flag_stats_chunks``) above ``FLAGS_SMALL`` flags."""
+    if f.size > FLAGS_SMALL:
+        flag_stats_chunks(f, starts, counts, bad)
+        return
+    for c in range(starts.size - 1):
+        lo, hi = int(starts[c]), int(starts[c + 1])
+        k = np.count_nonzero(f[lo:hi])
+        if lo == 0 and hi > 0 and f[0] != 0:
+            k -= 1
+        counts[c] = k
+        bad[c] = np.bitwise_or.reduce(f[lo:hi]) if hi > lo else 0
+
+
+@njit(cache=True, parallel=True)
+def flag_stats_chunks(f, starts, counts, bad):
+    """``flag_stats``' parallel pass: chunk c counted and OR-ed by ``count_nonzero_or``."""
     for c in prange(starts.size - 1):
         lo = starts[c]
         hi = starts[c + 1]

@@ -17,27 +17,70 @@ Work is split into tasks of whole segments balanced by element count
 parts whose partial results are combined by a second reduction of the same
 kind over the parts (``part_reduce`` then ``csr_reduce`` with one segment).
 
-Reductions are a runtime code (one compiled kernel per dtype pair, not per
-reduction): SUM, MEAN, MIN, MAX, PROD. min/max: ties keep the lowest
-position, a NaN wins over every number and the first NaN stays (NaN
-propagates, as torch). Empty segments: 0 (prod: 1), arg = ``empty_arg``.
+Specializations (the cold start: what a first call compiles). The reduction, whether args are
+kept, the feature block width, whether positions are read through ``rows`` and (integers)
+checked arithmetic are constants of each kernel, not runtime codes: ``csr_reduce_float``,
+``csr_reduce_int``, ``csr_reduce_column_float``, ``scatter_direct_float`` and
+``scatter_private_float`` return the kernel made for them on first use, a closure over them
+(``cache=True``: one cache entry per closure value), whose other branches Numba prunes before
+typing, so a call compiles only the loop it runs. A kernel is a parallel loop over tasks calling
+its serial task body (``_Body``): the body is compiled once, outside the parfor machinery. The
+features are reduced in blocks of one vector width W (``block_widths(F)``: the widest of 32, 16,
+8, 4 that F holds, or F itself below 4), then, where features are left, one block of the
+narrowest width Wt that holds them, ending at F: it may recompute a few features of the block
+before, with the same values in the same order, so the results are those of disjoint blocks, at
+most two vector loops per kernel, and no scalar tail. Small validation and sorting steps
+(``coo_bounds``, ``counting_sort``) take numpy below a size where it is as fast.
 
-Integers accumulate in int64 words. ``ranges`` receives per task the
-smallest and largest int64 result written, so the caller decides int32
-overflow exactly; ``flags`` receives per task bit 1 when an int64 sum or
-product may have wrapped (checked arithmetic only where ``check`` is set).
+min/max: ties keep the lowest position, a NaN wins over every number and the first NaN stays
+(NaN propagates, as torch). Empty segments: 0 (prod: 1), arg = ``empty_arg``.
+
+The offsets need not have been checked: a segment without 0 <= lo <= hi <= E is not read (its
+result is 0) and sets bad[t] of its task (every pair valid <=> offsets in [0, E] and
+non-decreasing), so the caller's order check is folded into the reduction's pass.
+
+Integers accumulate in int64 words (finished in the vector registers: a mean floor-divided,
+the words stored at the result's width). ``ranges`` receives per task the smallest and largest
+int64 result written, so the caller decides int32 overflow exactly; ``flags`` receives per task
+bit 1 when an int64 sum or product may have wrapped (checked scalar arithmetic in the kernels
+made with ``check``).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit, prange
+from numba.extending import typeof_impl
 
 from ._portable_nd_vec import MAX, MEAN, MIN, PROD, ROW_STEPS, ROW_W, SUM, vreduce, vrow
 
 REDUCE_CODES = {"sum": SUM, "add": SUM, "mean": MEAN, "min": MIN, "max": MAX, "prod": PROD, "mul": PROD}
 
+#: the vector widths of the feature blocks (``block_widths``)
+WIDTHS = (32, 16, 8, 4)
+
 _I64_MAX = np.iinfo(np.int64).max
 _I64_MIN = np.iinfo(np.int64).min
+
+
+def block_widths(F):
+    """(W, Wt): the feature blocks of the N-d kernels for F features. W: the widest of ``WIDTHS`` not
+    above F, or F itself below 4 (one block of 1, 2 or 3 lanes); blocks of W from feature 0 while
+    they fit. Wt: 0 when they cover F, else the width of one last block ending at F, the narrowest
+    of ``WIDTHS`` holding the F mod W features left (it may overlap the block before)."""
+    F = int(F)
+    W = next((w for w in WIDTHS if F >= w), max(F, 1))
+    rem = F % W
+    return W, (min(w for w in WIDTHS if w >= rem) if rem else 0)
+
+
+def _key(op, want_arg):
+    """(op, want_arg) as kernel constants: an arg is only kept by min/max."""
+    op = int(op)
+    if op not in (SUM, MEAN, MIN, MAX, PROD):
+        raise ValueError(f"unknown reduction code {op}")
+    return op, bool(want_arg) and op in (MIN, MAX)
 
 
 @njit(cache=True, inline="always")
@@ -65,182 +108,48 @@ def _mul_leaves_int64(p, v):
     return ap > lim // av
 
 
-@njit(cache=True)
-def _reduce_int(x, rows, use_rows, b, lo, hi, op, acc, check):
-    """One segment, integers, into the int64 words acc[0:F]; returns 1 when a checked int64
-    sum/product wrapped (the caller then raises), else 0; arg positions are kept in the
-    second row of acc's owner (see csr_reduce_int)."""
-    F = x.shape[2]
+@njit(cache=True, inline="always")
+def _reduce_int_checked(x, F, rows, use_rows, xb, lo, hi, op, acc):
+    """One non-empty segment, integers, in checked int64 arithmetic into the words acc[0:F] (op:
+    SUM, or PROD); returns 1 when a sum/product left int64 (the caller then decides exactly or
+    raises), else 0. A product's feature that left int64 is not reported when a zero factor
+    makes its true product 0. x flat: features xb + r*F + [0, F) of the rows r."""
     wrapped = 0
-    if hi <= lo:
-        v0 = 1 if op == PROD else 0
-        for k in range(F):
-            acc[k] = v0
-        return 0
     r = rows[lo] if use_rows else lo
+    xr = x[xb + r * F:xb + (r + 1) * F]  # a row through a slice: its index k is known non-negative
     for k in range(F):
-        acc[k] = x[b, r, k]
-    if op == SUM or op == MEAN:
-        if check:
-            for e in range(lo + 1, hi):
-                r = rows[e] if use_rows else e
-                for k in range(F):
-                    v = np.int64(x[b, r, k])
-                    s = _wrapping_add(acc[k], v)
-                    if ((acc[k] ^ s) & (v ^ s)) < 0:  # both operands differ in sign from the sum
-                        wrapped = 1
-                    acc[k] = s
-        else:
-            for e in range(lo + 1, hi):
-                r = rows[e] if use_rows else e
-                for k in range(F):
-                    acc[k] += x[b, r, k]
-    elif op == PROD:
-        # int64 words wrap exactly modulo 2**64; with ``check`` a feature whose product left
-        # int64 is reported unless a zero factor makes its true product 0
-        ovf = np.zeros(F if check else 0, np.bool_)
-        zero = np.zeros(F if check else 0, np.bool_)
-        if check:
-            for k in range(F):
-                zero[k] = acc[k] == 0
+        acc[k] = xr[k]
+    if op == PROD:
+        # int64 words wrap exactly modulo 2**64
+        ovf = np.zeros(F, np.bool_)
+        zero = np.zeros(F, np.bool_)
+        for k in range(F):
+            zero[k] = acc[k] == 0
         for e in range(lo + 1, hi):
             r = rows[e] if use_rows else e
+            xr = x[xb + r * F:xb + (r + 1) * F]
             for k in range(F):
-                v = np.int64(x[b, r, k])
+                v = np.int64(xr[k])
                 p = acc[k]
-                if check:
-                    if v == 0:
-                        zero[k] = True
-                    elif p != 0 and _mul_leaves_int64(p, v):
-                        ovf[k] = True
+                if v == 0:
+                    zero[k] = True
+                elif p != 0 and _mul_leaves_int64(p, v):
+                    ovf[k] = True
                 acc[k] = np.int64(np.uint64(p) * np.uint64(v))  # wraps modulo 2**64, no signed overflow
-        if check:
+        for k in range(F):
+            if ovf[k] and not zero[k]:
+                wrapped = 1
+    else:
+        for e in range(lo + 1, hi):
+            r = rows[e] if use_rows else e
+            xr = x[xb + r * F:xb + (r + 1) * F]
             for k in range(F):
-                if ovf[k] and not zero[k]:
+                v = np.int64(xr[k])
+                s = _wrapping_add(acc[k], v)
+                if ((acc[k] ^ s) & (v ^ s)) < 0:  # both operands differ in sign from the sum
                     wrapped = 1
+                acc[k] = s
     return wrapped
-
-
-@njit(cache=True, inline="always")
-def _v32(x, rows, lo, hi, F, xb, out, ob, arg, op, use_rows, want_arg):
-    if op == SUM:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 0, 32, use_rows, False)
-    elif op == MEAN:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 1, 32, use_rows, False)
-    elif op == PROD:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 4, 32, use_rows, False)
-    elif op == MIN:
-        if want_arg:
-            vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 2, 32, use_rows, True)
-        else:
-            vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 2, 32, use_rows, False)
-    elif want_arg:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 3, 32, use_rows, True)
-    else:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 3, 32, use_rows, False)
-
-
-@njit(cache=True, inline="always")
-def _v16(x, rows, lo, hi, F, xb, out, ob, arg, op, use_rows, want_arg):
-    if op == SUM:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 0, 16, use_rows, False)
-    elif op == MEAN:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 1, 16, use_rows, False)
-    elif op == PROD:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 4, 16, use_rows, False)
-    elif op == MIN:
-        if want_arg:
-            vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 2, 16, use_rows, True)
-        else:
-            vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 2, 16, use_rows, False)
-    elif want_arg:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 3, 16, use_rows, True)
-    else:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 3, 16, use_rows, False)
-
-@njit(cache=True, inline="always")
-def _v8(x, rows, lo, hi, F, xb, out, ob, arg, op, use_rows, want_arg):
-    if op == SUM:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 0, 8, use_rows, False)
-    elif op == MEAN:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 1, 8, use_rows, False)
-    elif op == PROD:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 4, 8, use_rows, False)
-    elif op == MIN:
-        if want_arg:
-            vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 2, 8, use_rows, True)
-        else:
-            vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 2, 8, use_rows, False)
-    elif want_arg:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 3, 8, use_rows, True)
-    else:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 3, 8, use_rows, False)
-
-@njit(cache=True, inline="always")
-def _v4(x, rows, lo, hi, F, xb, out, ob, arg, op, use_rows, want_arg):
-    if op == SUM:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 0, 4, use_rows, False)
-    elif op == MEAN:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 1, 4, use_rows, False)
-    elif op == PROD:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 4, 4, use_rows, False)
-    elif op == MIN:
-        if want_arg:
-            vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 2, 4, use_rows, True)
-        else:
-            vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 2, 4, use_rows, False)
-    elif want_arg:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 3, 4, use_rows, True)
-    else:
-        vreduce(x, rows, lo, hi, F, xb, out, ob, arg, 3, 4, use_rows, False)
-
-
-@njit(cache=True, inline="always")
-def _segment(x, rows, use_rows, xb, lo, hi, F, op, out, ob, arg, want_arg, divide):
-    """One non-empty segment, features xb + r*F + [0, F) of its rows into out[ob:ob+F] (x, out,
-    arg flat; out: x's float dtype or int64 words): vector blocks of 32, 16, 8 and 4 features,
-    the rest one feature at a time with its accumulator in a register. MEAN divides by the
-    count when ``divide`` (floats); integers get the sum (the caller floors)."""
-    k0 = 0
-    mop = op if divide or op != MEAN else SUM  # integers: the caller floors the sum
-    op = mop
-    while k0 + 32 <= F:
-        _v32(x, rows, lo, hi, F, xb + k0, out, ob + k0, arg, op, use_rows, want_arg)
-        k0 += 32
-    if k0 + 16 <= F:
-        _v16(x, rows, lo, hi, F, xb + k0, out, ob + k0, arg, op, use_rows, want_arg)
-        k0 += 16
-    if k0 + 8 <= F:
-        _v8(x, rows, lo, hi, F, xb + k0, out, ob + k0, arg, op, use_rows, want_arg)
-        k0 += 8
-    if k0 + 4 <= F:
-        _v4(x, rows, lo, hi, F, xb + k0, out, ob + k0, arg, op, use_rows, want_arg)
-        k0 += 4
-    for k in range(k0, F):
-        r = rows[lo] if use_rows else lo
-        acc = out.dtype.type(x[xb + r * F + k])
-        a = r
-        if op == SUM or op == MEAN:
-            for e in range(lo + 1, hi):
-                r = rows[e] if use_rows else e
-                acc += x[xb + r * F + k]
-        elif op == PROD:
-            for e in range(lo + 1, hi):
-                r = rows[e] if use_rows else e
-                acc *= x[xb + r * F + k]
-        else:
-            for e in range(lo + 1, hi):
-                r = rows[e] if use_rows else e
-                v = out.dtype.type(x[xb + r * F + k])
-                if _better(v, acc, op):
-                    acc = v
-                    a = r
-        if op == MEAN:  # floats only (``mop``); a separate store keeps acc's type (int64 stays exact)
-            out[ob + k] = acc / out.dtype.type(hi - lo)
-        else:
-            out[ob + k] = acc
-        if want_arg:
-            arg[ob + k] = a
 
 
 @njit(cache=True, inline="always")
@@ -257,46 +166,6 @@ def _row(x, lo, hi, op):
     if op == MIN:
         return vrow(x, lo, hi, 2)
     return vrow(x, lo, hi, 3)
-
-
-@njit(cache=True, parallel=True)
-def csr_reduce_column_float(x, bounds, t_b, t_lo, t_hi, op, out, skip, bad):
-    """``csr_reduce_float`` for one column read in order, without args (x: [B, E], out: [B, N]):
-    each segment in vector steps of ROW_W positions (``vrow``; lanes combined as a tree, so a sum
-    is reassociated, within its error model). The last segments of x, whose steps would read
-    past its end, take a scalar loop (positions in order).
-
-    The offsets need not have been checked: a segment without 0 <= lo <= hi <= E is not read
-    (its result is 0) and sets bad[t] of its task (every pair valid <=> offsets in [0, E] and
-    non-decreasing), so the caller's order check is folded into this pass."""
-    B, E = x.shape
-    N = bounds.size - 1
-    xf = x.reshape(x.size)
-    o = out.reshape(out.size)
-    has_skip = skip.size > 0
-    zero = out.dtype.type(0)
-    v0 = out.dtype.type(1) if op == PROD else zero
-    row_end = xf.size - (ROW_W - 1)  # vrow's reads stay inside x (its docstring)
-    head_end = xf.size - ROW_STEPS * ROW_W
-    uE = np.uint64(E)
-    for t in prange(t_b.size):
-        b = t_b[t]
-        wrong = False
-        for n in range(t_lo[t], t_hi[t]):
-            if has_skip and skip[n]:
-                continue
-            lo, hi = bounds[n], bounds[n + 1]
-            if np.uint64(lo) < np.uint64(hi) and np.uint64(hi) <= uE:  # 0 <= lo < hi <= E
-                lo += b * E
-                hi += b * E
-                if hi <= row_end and lo <= head_end:
-                    o[b * N + n] = _row(xf, lo, hi, op)
-                else:
-                    o[b * N + n] = _row_scalar(xf, lo, hi, op)
-            else:
-                o[b * N + n] = v0
-                wrong |= hi != lo or np.uint64(hi) > uE
-        bad[t] = wrong
 
 
 @njit(cache=True, inline="always")
@@ -316,89 +185,247 @@ def _row_scalar(x, lo, hi, op):
     return acc
 
 
-@njit(cache=True, parallel=True)
-def csr_reduce_float(x, bounds, rows, t_b, t_lo, t_hi, op, out, arg, want_arg, empty_arg, skip):
-    """Float segments: task t reduces segments t_lo[t]..t_hi[t]-1 of batch t_b[t];
-    segment n spans positions bounds[n]..bounds[n+1]-1 (read through ``rows`` when it is not
-    empty). x: [B, E, F]; out: [B, N, F] of x's dtype; arg: the same shape (int64) when
-    want_arg. Segments with skip[n] set are left alone (long segments, reduced in parts by
-    the caller)."""
-    B, E, F = x.shape
-    N = bounds.size - 1
-    xf = x.reshape(x.size)
-    o = out.reshape(out.size)
-    a = arg.reshape(arg.size)
-    use_rows = rows.size > 0
-    has_skip = skip.size > 0
-    zero = out.dtype.type(0)
-    one = out.dtype.type(1)
-    for t in prange(t_b.size):
-        b = t_b[t]
-        for n in range(t_lo[t], t_hi[t]):
-            if has_skip and skip[n]:
-                continue
-            lo, hi = bounds[n], bounds[n + 1]
-            ob = (b * N + n) * F
-            if hi <= lo:
-                v0 = one if op == PROD else zero
-                for k in range(F):
-                    o[ob + k] = v0
-                    if want_arg:
-                        a[ob + k] = empty_arg
-                continue
-            _segment(xf, rows, use_rows, b * E * F, lo, hi, F, op, o, ob, a, want_arg, True)
+# ----------------------------------------------------------------------------- specialized kernels
+# A kernel is a parallel loop over tasks (``prange``) calling the serial task body made for its
+# constants. The body is compiled once, outside the parfor machinery (whose passes and gufunc
+# compile grow with the loop body), and linked into the kernel, whose cache entry holds both.
 
 
-@njit(cache=True, parallel=True)
-def csr_reduce_int(x, bounds, rows, t_b, t_lo, t_hi, op, out, arg, want_arg, empty_arg, skip, check,
-                   ranges, flags):
-    """Integer segments (see csr_reduce_float): int64 words, written to out's dtype
-    (int32 words wrap: the caller decides overflow from ranges[t] = (min, max) of the
-    int64 results). mean: floor division by the count. With ``check``, sums and products
-    run in checked scalar int64 arithmetic and flags[t] = 1 where one wrapped."""
-    B, E, F = x.shape
-    N = bounds.size - 1
-    xf = x.reshape(x.size)
-    o = out.reshape(out.size)
-    a = arg.reshape(arg.size)
-    use_rows = rows.size > 0
-    has_skip = skip.size > 0
-    for t in prange(t_b.size):
+class _Body:
+    """The serial task body made for one set of kernel constants, a closure variable of its
+    parallel kernel. Numba types it as the body's dispatcher; it pickles by name, so the kernel's
+    cache key (which hashes its closure variables) is the same in every process."""
+
+    made: dict = {}
+
+    def __init__(self, name, py_func):
+        if name in _Body.made:  # the name stands for the kernel's constants in its cache key: one each
+            raise RuntimeError(f"two kernels named {name}")
+        py_func.__name__ = py_func.__qualname__ = name + "__body"
+        self.name = name
+        # the numpy error model, as the parfor bodies the kernels inlined before (no checks of
+        # divisors, which are counts > 0 here); no Python or C wrappers: only its kernel calls it
+        self.dispatcher = njit(error_model="numpy", no_cpython_wrapper=True, no_cfunc_wrapper=True)(py_func)
+        _Body.made[name] = self
+
+    def __reduce__(self):
+        return _body_named, (self.name,)
+
+
+def _body_named(name):
+    return _Body.made[name]
+
+
+@typeof_impl.register(_Body)
+def _typeof_body(val, c):
+    return typeof_impl(val.dispatcher, c)
+
+
+def _compiled(name, body, make_kernel):
+    """``njit(cache=True, parallel=True)`` of ``make_kernel(_Body(name, body))``, named ``name``: the
+    name of its cache files and the module attribute under which it is listed (so that
+    tools/cold_start.py counts it)."""
+    py_func = make_kernel(_Body(name, body))
+    py_func.__name__ = py_func.__qualname__ = name
+    kernel = njit(cache=True, parallel=True)(py_func)
+    globals()[name] = kernel
+    return kernel
+
+
+def _column_float_body(op):
+    def body(t, xf, E, bounds, t_b, t_lo, t_hi, o, bad):
+        """Task t of ``csr_reduce_column_float``."""
+        N = bounds.size - 1
+        v0 = o.dtype.type(1) if op == PROD else o.dtype.type(0)
+        row_end = xf.size - (ROW_W - 1)  # vrow's reads stay inside x (its docstring)
+        head_end = xf.size - ROW_STEPS * ROW_W
+        uE = np.uint64(E)
         b = t_b[t]
-        acc = np.empty(F, np.int64)
-        ag = np.empty(F, np.int64)
-        lo_v = _I64_MAX
-        hi_v = _I64_MIN
-        fl = 0
+        wrong = False
         for n in range(t_lo[t], t_hi[t]):
-            if has_skip and skip[n]:
-                continue
             lo, hi = bounds[n], bounds[n + 1]
-            ob = (b * N + n) * F
-            if hi <= lo:
-                v0 = 1 if op == PROD else 0
-                for k in range(F):
-                    acc[k] = v0
-                    ag[k] = empty_arg
-            elif check and op != MIN and op != MAX:
-                fl |= _reduce_int(x, rows, use_rows, b, lo, hi, op, acc, check)
+            if np.uint64(lo) < np.uint64(hi) and np.uint64(hi) <= uE:  # 0 <= lo < hi <= E
+                lo += b * E
+                hi += b * E
+                if hi <= row_end and lo <= head_end:
+                    o[b * N + n] = _row(xf, lo, hi, op)
+                else:
+                    o[b * N + n] = _row_scalar(xf, lo, hi, op)
             else:
-                _segment(xf, rows, use_rows, b * E * F, lo, hi, F, op, acc, 0, ag, want_arg, False)
-            if op == MEAN and hi > lo:
-                c = np.int64(hi - lo)
-                for k in range(F):
-                    acc[k] = acc[k] // c
-            for k in range(F):
-                v = acc[k]
-                lo_v = min(lo_v, v)
-                hi_v = max(hi_v, v)
-                o[ob + k] = v
-            if want_arg:
-                for k in range(F):
-                    a[ob + k] = ag[k]
-        ranges[t, 0] = lo_v
-        ranges[t, 1] = hi_v
+                o[b * N + n] = v0
+                wrong |= hi != lo or np.uint64(hi) > uE
+        bad[t] = wrong
+    return body
+
+
+def _column_float_kernel(body):
+    def csr_reduce_column_float(x, E, bounds, t_b, t_lo, t_hi, out, bad):
+        """``csr_reduce_float`` for one column read in order, without args (x: [B, E] and out: [B, N],
+        flat):
+        each segment in vector steps of ROW_W positions (``vrow``; lanes combined as a tree, so a
+        sum is reassociated, within its error model). The last segments of x, whose steps would
+        read past its end, take a scalar loop (positions in order). Offsets: see the module."""
+        for t in prange(t_b.size):
+            body(np.int64(t), x, E, bounds, t_b, t_lo, t_hi, out, bad)
+    return csr_reduce_column_float
+
+
+def _float_body(op, want_arg, W, Wt, use_rows):
+    def body(t, xf, E, F, bounds, rows, t_b, t_lo, t_hi, o, a, empty_arg, bad):
+        """Task t of ``csr_reduce_float``."""
+        N = bounds.size - 1
+        v0 = o.dtype.type(1) if op == PROD else o.dtype.type(0)
+        uE = np.uint64(E)
+        b = t_b[t]
+        xb = b * E * F
+        wrong = False
+        for n in range(t_lo[t], t_hi[t]):
+            lo, hi = bounds[n], bounds[n + 1]
+            ob = (b * N + n) * F
+            if np.uint64(lo) < np.uint64(hi) and np.uint64(hi) <= uE:  # 0 <= lo < hi <= E
+                k = 0
+                while k + W <= F:  # blocks of W features, then one of Wt ending at F (see the module)
+                    vreduce(xf, rows, lo, hi, F, xb + k, o, ob + k, a, None, op, W, use_rows, want_arg)
+                    k += W
+                if Wt and k < F:
+                    k = F - Wt
+                    vreduce(xf, rows, lo, hi, F, xb + k, o, ob + k, a, None, op, Wt, use_rows, want_arg)
+            else:
+                wrong |= hi != lo or np.uint64(hi) > uE
+                o[ob:ob + F] = v0
+                if want_arg:
+                    a[ob:ob + F] = empty_arg
+        bad[t] = wrong
+    return body
+
+
+def _float_kernel_of(body):
+    def csr_reduce_float(x, E, F, bounds, rows, t_b, t_lo, t_hi, out, arg, empty_arg, bad):
+        """Float segments: task t reduces segments t_lo[t]..t_hi[t]-1 of batch t_b[t];
+        segment n spans positions bounds[n]..bounds[n+1]-1 (read through ``rows`` when
+        ``use_rows``). x: [B, E, F] (F >= W); out: [B, N, F] of x's dtype; arg: the same shape
+        (int64) when want_arg, else empty; all three flat (C order). Offsets: see the module
+        (bad[t])."""
+        for t in prange(t_b.size):
+            body(np.int64(t), x, E, F, bounds, rows, t_b, t_lo, t_hi, out, arg, empty_arg, bad)
+    return csr_reduce_float
+
+
+def _int_body(op, want_arg, W, Wt, check, use_rows):
+    cop = PROD if op == PROD else SUM  # the checked path: a mean's sum, floor-divided below
+
+    def body(t, xf, E, F, bounds, rows, t_b, t_lo, t_hi, o, a, empty_arg, bad, ranges, flags):
+        """Task t of ``csr_reduce_int``: ranges[t] = (min, max) of the int64 results."""
+        N = bounds.size - 1
+        uE = np.uint64(E)
+        b = t_b[t]
+        xb = b * E * F
+        mm = ranges[t]
+        mm[0] = _I64_MAX
+        mm[1] = _I64_MIN
+        if check:  # checked scalar int64 arithmetic into these words, then stored
+            acc = np.empty(F, np.int64)
+        fl = 0
+        wrong = False
+        for n in range(t_lo[t], t_hi[t]):
+            lo, hi = bounds[n], bounds[n + 1]
+            ob = (b * N + n) * F
+            if np.uint64(lo) < np.uint64(hi) and np.uint64(hi) <= uE:  # 0 <= lo < hi <= E
+                if check:
+                    fl |= _reduce_int_checked(xf, F, rows, use_rows, xb, lo, hi, cop, acc)
+                    c = np.int64(hi - lo)
+                    orow = o[ob:ob + F]
+                    for k in range(F):
+                        v = acc[k] // c if op == MEAN else acc[k]
+                        mm[0] = min(mm[0], v)
+                        mm[1] = max(mm[1], v)
+                        orow[k] = v
+                else:  # blocks of W features, the last one ending at F (see the module), finished in registers
+                    k = 0
+                    while k + W <= F:
+                        vreduce(xf, rows, lo, hi, F, xb + k, o, ob + k, a, mm, op, W, use_rows, want_arg)
+                        k += W
+                    if Wt and k < F:
+                        k = F - Wt
+                        vreduce(xf, rows, lo, hi, F, xb + k, o, ob + k, a, mm, op, Wt, use_rows, want_arg)
+            else:
+                wrong |= hi != lo or np.uint64(hi) > uE
+                v0 = 1 if op == PROD else 0
+                mm[0] = min(mm[0], v0)
+                mm[1] = max(mm[1], v0)
+                o[ob:ob + F] = v0
+                if want_arg:
+                    a[ob:ob + F] = empty_arg
         flags[t] = fl
+        bad[t] = wrong
+    return body
+
+
+def _int_kernel_of(body):
+    def csr_reduce_int(x, E, F, bounds, rows, t_b, t_lo, t_hi, out, arg, empty_arg, bad, ranges, flags):
+        """Integer segments (see csr_reduce_float; x, out, arg flat): int64 words, written to out's dtype
+        (int32 words wrap: the caller decides overflow from ranges[t] = (min, max) of the
+        int64 results). mean: floor division by the count. Made with ``check`` (sums, means,
+        products), the segments run in checked scalar int64 arithmetic and flags[t] = 1 where
+        one wrapped."""
+        for t in prange(t_b.size):
+            body(np.int64(t), x, E, F, bounds, rows, t_b, t_lo, t_hi, out, arg, empty_arg, bad, ranges,
+                 flags)
+    return csr_reduce_int
+
+
+_OP_NAMES = {SUM: "sum", MEAN: "mean", MIN: "min", MAX: "max", PROD: "prod"}
+
+
+def _suffix(op, want_arg):
+    return _OP_NAMES[op] + ("_arg" if want_arg else "")
+
+
+def _widths(W, Wt):
+    return f"_w{W}" + (f"_{Wt}" if Wt else "")
+
+
+@functools.lru_cache(maxsize=None)
+def _column_kernel(op):
+    return _compiled(f"csr_reduce_column_float__{_OP_NAMES[op]}", _column_float_body(op), _column_float_kernel)
+
+
+@functools.lru_cache(maxsize=None)
+def _float_kernel(op, want_arg, W, Wt, use_rows):
+    return _compiled(f"csr_reduce_float__{_suffix(op, want_arg)}{_widths(W, Wt)}{'_rows' if use_rows else ''}",
+                     _float_body(op, want_arg, W, Wt, use_rows), _float_kernel_of)
+
+
+@functools.lru_cache(maxsize=None)
+def _int_kernel(op, want_arg, W, Wt, check, use_rows):
+    return _compiled(f"csr_reduce_int__{_suffix(op, want_arg)}" + ("_checked" if check else _widths(W, Wt))
+                     + ("_rows" if use_rows else ""), _int_body(op, want_arg, W, Wt, check, use_rows),
+                     _int_kernel_of)
+
+
+def csr_reduce_column_float(op):
+    """The one-column float kernel of reduction ``op``: kernel(x, E, bounds, t_b, t_lo, t_hi, out, bad)
+    (x: [B, E] flat, out: [B, N] flat)."""
+    return _column_kernel(_key(op, False)[0])
+
+
+def csr_reduce_float(op, want_arg, F, use_rows):
+    """The float kernel of reduction ``op`` (with args when ``want_arg``, min/max) for F features,
+    reading positions through ``rows`` when ``use_rows``: kernel(x, E, F, bounds, rows, t_b, t_lo,
+    t_hi, out, arg, empty_arg, bad) (x: [B, E, F], out and arg: [B, N, F], all flat)."""
+    op, want_arg = _key(op, want_arg)
+    return _float_kernel(op, want_arg, *block_widths(F), bool(use_rows))
+
+
+def csr_reduce_int(op, want_arg, F, check, use_rows):
+    """The integer kernel of reduction ``op`` for F features, in checked int64 arithmetic when
+    ``check`` (sums, means and products only), reading positions through ``rows`` when
+    ``use_rows``: kernel(x, E, F, bounds, rows, t_b, t_lo, t_hi, out, arg, empty_arg, bad, ranges, flags)
+    (x, out, arg flat, as ``csr_reduce_float``)."""
+    op, want_arg = _key(op, want_arg)
+    check = bool(check) and op in (SUM, MEAN, PROD)
+    W, Wt = (1, 0) if check else block_widths(F)  # checked: scalar, no vector blocks
+    return _int_kernel(op, want_arg, W, Wt, check, bool(use_rows))
 
 
 @njit(cache=True, parallel=True)
@@ -415,135 +442,186 @@ def gather_csr(x, bounds, out):
                 out[b, e, k] = x[b, n, k]
 
 
-@njit(cache=True, parallel=True)
 def counting_sort(index, n, parts):
     """A stable counting sort of ``index`` (values in [0, n), checked before): returns
     (bounds, perm): bounds[v]..bounds[v+1]-1 are the positions of perm holding the
-    positions i with index[i] == v, in increasing i. ``parts`` pieces counted in parallel."""
+    positions i with index[i] == v, in increasing i. ``parts`` pieces counted in parallel
+    (``counting_sort_pass``), their offsets by one exclusive scan in (id, piece) order."""
     E = index.size
-    cuts = np.empty(parts + 1, np.int64)
-    for p in range(parts + 1):
-        cuts[p] = E * p // parts
-    counts = np.zeros((parts, n), np.int64)
-    for p in prange(parts):
-        c = counts[p]
-        for i in range(cuts[p], cuts[p + 1]):
-            c[index[i]] += 1
-    bounds = np.empty(n + 1, np.int64)
-    s = 0
-    for v in range(n):
-        bounds[v] = s
-        for p in range(parts):
-            c = counts[p, v]
-            counts[p, v] = s
-            s += c
-    bounds[n] = s
+    cuts = E * np.arange(parts + 1, dtype=np.int64) // parts
+    counts = np.zeros(parts * n, np.int64)  # [parts, n]
     perm = np.empty(E, np.int64)
-    for p in prange(parts):
-        c = counts[p]
-        for i in range(cuts[p], cuts[p + 1]):
-            v = index[i]
-            perm[c[v]] = i
-            c[v] += 1
+    counting_sort_pass(index, cuts, counts, perm, False)
+    bounds = np.empty(n + 1, np.int64)
+    bounds[0] = 0
+    if parts == 1:
+        np.cumsum(counts, out=bounds[1:])
+        counts = bounds[:-1].copy()
+    else:
+        by_id = counts.reshape(parts, n).T.ravel()  # [n, parts]: the order of the positions in perm
+        offs = np.cumsum(by_id) - by_id
+        bounds[:n] = offs[::parts]
+        bounds[n] = E
+        counts = np.ascontiguousarray(offs.reshape(n, parts).T).ravel()
+    counting_sort_pass(index, cuts, counts, perm, True)
     return bounds, perm
 
 
 @njit(cache=True, parallel=True)
-def scatter_direct_float(x, index, parts, op, out, arg, want_arg, counts):
-    """scatter without a sort, for floats: part p owns the segment ids parts[p]..parts[p+1]-1 and
-    reads the whole index, reducing the positions with one of its ids in increasing order
-    into out (the same order, ties and NaN rule as the sorted path). out: [B, n, F] starts at
-    the reduction's identity (min/max: +-inf) so that no branch depends on a first visit;
-    counts: [n] positions per id for mean, 1 where an id occurs for min/max (empty for
-    sum/prod). Empty segments end at 0 (prod 1), arg = E. A min/max segment whose values
-    all equal the identity (+-inf) keeps arg = E here: the caller fixes those."""
-    B, E, F = x.shape
-    zero = out.dtype.type(0)
-    if op == PROD:
-        init = out.dtype.type(1)
-    elif op == MIN:
-        init = out.dtype.type(np.inf)
-    elif op == MAX:
-        init = out.dtype.type(-np.inf)
-    else:
-        init = zero
-    need_counts = op != SUM and op != PROD
-    for p in prange(parts.size - 1):
+def counting_sort_pass(index, cuts, counts, perm, place):
+    """``counting_sort``'s parallel passes over pieces p (positions cuts[p]..cuts[p+1]-1; counts:
+    [pieces, n], flat): count the ids of each piece (``place`` false), or (``place``, counts
+    holding each (piece, id)'s first slot) write each position to its id's next slot of perm."""
+    n = counts.size // (cuts.size - 1)
+    for p in prange(cuts.size - 1):
+        o = p * n
+        if place:
+            for i in range(cuts[p], cuts[p + 1]):
+                v = o + index[i]
+                perm[counts[v]] = i
+                counts[v] += 1
+        else:
+            for i in range(cuts[p], cuts[p + 1]):
+                counts[o + index[i]] += 1
+
+
+def _direct_body(op, want_arg):
+    def body(p, x, B, E, F, n, index, parts, out, arg, counts):
+        """Part p of ``scatter_direct_float``."""
+        zero = out.dtype.type(0)
+        if op == PROD:
+            init = out.dtype.type(1)
+        elif op == MIN:
+            init = out.dtype.type(np.inf)
+        elif op == MAX:
+            init = out.dtype.type(-np.inf)
+        else:
+            init = zero
         v0, v1 = parts[p], parts[p + 1]
         for v in range(v0, v1):
-            if need_counts:
+            if op != SUM and op != PROD:
                 counts[v] = 0
             for b in range(B):
-                for k in range(F):
-                    out[b, v, k] = init
-                    if want_arg:
-                        arg[b, v, k] = E
-        _accumulate(x, index, 0, E, v0, v1, op, out, arg, want_arg, counts)
-        if need_counts:
+                o0 = (b * n + v) * F
+                out[o0:o0 + F] = init
+                if want_arg:
+                    arg[o0:o0 + F] = E
+        _accumulate(x, B, E, F, index, 0, E, v0, v1, n, op, out, arg, want_arg, counts)
+        if op != SUM and op != PROD:
             for v in range(v0, v1):
                 c = counts[v]
                 if c == 0:
                     for b in range(B):
-                        for k in range(F):
-                            out[b, v, k] = zero
+                        o0 = (b * n + v) * F
+                        out[o0:o0 + F] = zero
                 elif op == MEAN:
                     for b in range(B):
+                        orow = out[(b * n + v) * F:(b * n + v + 1) * F]
                         for k in range(F):
-                            out[b, v, k] /= c
+                            orow[k] /= c
+    return body
 
 
-@njit(cache=True, parallel=True)
-def scatter_private_float(x, index, cuts, op, priv, parg, want_arg, pcount):
-    """scatter's private-copy path, for floats: piece p reduces positions cuts[p]..cuts[p+1]-1 in
-    increasing order into its own copy priv[p] ([P, B, n, F], starting at the reduction's
-    identity, min/max +-inf; parg: the positions chosen; pcount[p]: positions per id for mean,
-    1 where an id occurs for min/max, unused (empty) for sum/prod: the random-access working
-    set per thread stays small, measured 8x faster at 1e6 ids than int64 counts beside
-    float32 sums). No branch but the reduction's own; the caller combines the copies in
-    piece order."""
-    B, E, F = x.shape
-    if op == PROD:
-        init = priv.dtype.type(1)
-    elif op == MIN:
-        init = priv.dtype.type(np.inf)
-    elif op == MAX:
-        init = priv.dtype.type(-np.inf)
-    else:
-        init = priv.dtype.type(0)
-    n = priv.shape[2]
-    for p in prange(cuts.size - 1):
-        pc = pcount[p]
-        pv = priv[p]
-        for v in range(pc.size):
+def _direct_kernel_of(body):
+    def scatter_direct_float(x, B, E, F, n, index, parts, out, arg, counts):
+        """scatter without a sort, for floats: part p owns the segment ids parts[p]..parts[p+1]-1
+        and reads the whole index, reducing the positions with one of its ids in increasing
+        order into out (the same order, ties and NaN rule as the sorted path). x: [B, E, F] and
+        out: [B, n, F] (arg: the same, int64, when want_arg), flat; out starts at the reduction's
+        identity (min/max: +-inf) so that no branch depends on a first visit; counts: [n]
+        positions per id for mean, 1 where an id occurs for min/max (empty for sum/prod). Empty
+        segments end at 0 (prod 1), arg = E. A min/max segment whose values all equal the
+        identity (+-inf) keeps arg = E here: the caller fixes those."""
+        for p in prange(parts.size - 1):
+            body(np.int64(p), x, B, E, F, n, index, parts, out, arg, counts)
+    return scatter_direct_float
+
+
+def _private_body(op, want_arg):
+    def body(p, x, B, E, F, n, index, cuts, priv, parg, pcount):
+        """Piece p of ``scatter_private_float``."""
+        if op == PROD:
+            init = priv.dtype.type(1)
+        elif op == MIN:
+            init = priv.dtype.type(np.inf)
+        elif op == MAX:
+            init = priv.dtype.type(-np.inf)
+        else:
+            init = priv.dtype.type(0)
+        P = cuts.size - 1
+        size = B * n * F
+        pv = priv[p * size:(p + 1) * size]
+        m = pcount.size // P
+        pc = pcount[p * m:(p + 1) * m]
+        for v in range(m):
             pc[v] = 0
-        for v in range(n):
-            for b in range(B):
-                for k in range(F):
-                    pv[b, v, k] = init
-                    if want_arg:
-                        parg[p, b, v, k] = E
-        _accumulate(x, index, cuts[p], cuts[p + 1], 0, n, op, pv, parg[p] if want_arg else parg.reshape(0, 0, 0),
-                    want_arg, pc)
+        for i in range(size):
+            pv[i] = init
+        if want_arg:
+            pa = parg[p * size:(p + 1) * size]
+            for i in range(size):
+                pa[i] = E
+            _accumulate(x, B, E, F, index, cuts[p], cuts[p + 1], 0, n, n, op, pv, pa, want_arg, pc)
+        else:
+            _accumulate(x, B, E, F, index, cuts[p], cuts[p + 1], 0, n, n, op, pv, parg, want_arg, pc)
+    return body
+
+
+def _private_kernel_of(body):
+    def scatter_private_float(x, B, E, F, n, index, cuts, priv, parg, pcount):
+        """scatter's private-copy path, for floats: piece p reduces positions cuts[p]..cuts[p+1]-1
+        in increasing order into its own copy priv[p] ([P, B, n, F], flat, starting at the
+        reduction's identity, min/max +-inf; parg: the positions chosen, likewise; pcount[p]
+        ([P, n], flat): positions per id for mean, 1 where an id occurs for min/max, unused
+        (empty) for sum/prod: the random-access working set per thread stays small, measured 8x
+        faster at 1e6 ids than int64 counts beside float32 sums). No branch but the reduction's
+        own; the caller combines the copies in piece order."""
+        for p in prange(cuts.size - 1):
+            body(np.int64(p), x, B, E, F, n, index, cuts, priv, parg, pcount)
+    return scatter_private_float
+
+
+@functools.lru_cache(maxsize=None)
+def _direct_kernel(op, want_arg):
+    return _compiled(f"scatter_direct_float__{_suffix(op, want_arg)}", _direct_body(op, want_arg),
+                     _direct_kernel_of)
+
+
+@functools.lru_cache(maxsize=None)
+def _private_kernel(op, want_arg):
+    return _compiled(f"scatter_private_float__{_suffix(op, want_arg)}", _private_body(op, want_arg),
+                     _private_kernel_of)
+
+
+def scatter_direct_float(op, want_arg):
+    """scatter's owned-ids float kernel of reduction ``op``: kernel(x, B, E, F, n, index, parts, out,
+    arg, counts)."""
+    return _direct_kernel(*_key(op, want_arg))
+
+
+def scatter_private_float(op, want_arg):
+    """scatter's private-copy float kernel of reduction ``op``: kernel(x, B, E, F, n, index, cuts,
+    priv, parg, pcount)."""
+    return _private_kernel(*_key(op, want_arg))
 
 
 @njit(cache=True, inline="always")
-def _accumulate(x, index, e0, e1, v0, v1, op, out, arg, want_arg, counts):
+def _accumulate(x, B, E, F, index, e0, e1, v0, v1, n, op, out, arg, want_arg, counts):
     """Positions e0..e1-1 in increasing order, those whose id v is in [v0, v1), into out[:, v, :]
-    (and arg); counts[v] += 1 for mean, = 1 for min/max. One loop per reduction (the branch on
-    the reduction stays outside), and a scalar loop for one batch and one feature."""
-    B, E, F = x.shape
-    own = v0 > 0 or v1 < out.shape[1]
+    (and arg; x [B, E, F] and out [B, n, F] flat); counts[v] += 1 for mean, = 1 for min/max. One
+    loop for the kernel's reduction (a constant: the other loops are pruned), and a scalar loop
+    for one batch and one feature. A row of F features is read through a slice, so that its
+    index k is known non-negative and the loop over it vectorizes."""
+    own = v0 > 0 or v1 < n
     if op == SUM or op == MEAN:
         if B == 1 and F == 1:
-            o = out.reshape(out.size)
-            xf = x.reshape(x.size)
             for e in range(e0, e1):
                 v = index[e]
                 if own and (v < v0 or v >= v1):
                     continue
                 if op == MEAN:
                     counts[v] += 1
-                o[v] += xf[e]
+                out[v] += x[e]
         else:
             for e in range(e0, e1):
                 v = index[e]
@@ -552,16 +630,20 @@ def _accumulate(x, index, e0, e1, v0, v1, op, out, arg, want_arg, counts):
                 if op == MEAN:
                     counts[v] += 1
                 for b in range(B):
+                    xr = x[(b * E + e) * F:(b * E + e + 1) * F]
+                    orow = out[(b * n + v) * F:(b * n + v + 1) * F]
                     for k in range(F):
-                        out[b, v, k] += x[b, e, k]
+                        orow[k] += xr[k]
     elif op == PROD:
         for e in range(e0, e1):
             v = index[e]
             if own and (v < v0 or v >= v1):
                 continue
             for b in range(B):
+                xr = x[(b * E + e) * F:(b * E + e + 1) * F]
+                orow = out[(b * n + v) * F:(b * n + v + 1) * F]
                 for k in range(F):
-                    out[b, v, k] *= x[b, e, k]
+                    orow[k] *= xr[k]
     elif want_arg:
         for e in range(e0, e1):
             v = index[e]
@@ -569,11 +651,14 @@ def _accumulate(x, index, e0, e1, v0, v1, op, out, arg, want_arg, counts):
                 continue
             counts[v] = 1
             for b in range(B):
+                xr = x[(b * E + e) * F:(b * E + e + 1) * F]
+                orow = out[(b * n + v) * F:(b * n + v + 1) * F]
+                arow = arg[(b * n + v) * F:(b * n + v + 1) * F]
                 for k in range(F):
-                    w = x[b, e, k]
-                    if _better(w, out[b, v, k], op):
-                        out[b, v, k] = w
-                        arg[b, v, k] = e
+                    w = xr[k]
+                    if _better(w, orow[k], op):
+                        orow[k] = w
+                        arow[k] = e
     else:
         for e in range(e0, e1):
             v = index[e]
@@ -581,31 +666,56 @@ def _accumulate(x, index, e0, e1, v0, v1, op, out, arg, want_arg, counts):
                 continue
             counts[v] = 1
             for b in range(B):
+                xr = x[(b * E + e) * F:(b * E + e + 1) * F]
+                orow = out[(b * n + v) * F:(b * n + v + 1) * F]
                 for k in range(F):
-                    w = x[b, e, k]
-                    c = out[b, v, k]
-                    out[b, v, k] = w if (w < c if op == MIN else w > c) or w != w else c
+                    w = xr[k]
+                    c = orow[k]
+                    orow[k] = w if (w < c if op == MIN else w > c) or w != w else c
 
 
-@njit(cache=True, parallel=True)
+#: ``coo_bounds`` takes numpy where the positions plus the ids are at most this many: as fast there
+#: (a kernel would run one chunk), and no kernel to compile for a small first call
+COO_SMALL = 1 << 16
+
+
 def coo_bounds(index, n):
     """CSR bounds of an index, checked in the same pass: (bounds, lo, hi, down) with lo / hi the
     smallest / largest value and down whether some value is below its predecessor. The bounds
     hold only when lo >= 0, hi < n and not down: bounds[v] is the first position holding a value
-    >= v, written by that position alone, so the pass is parallel. Otherwise the caller raises
-    (bounds are garbage): writes are clamped to [0, n] and a chunk stops writing at its first
-    decrease, so a wrong index costs at most n writes per chunk, never a wild write."""
+    >= v. Otherwise the caller raises (bounds are garbage). Large inputs: one parallel pass
+    (``coo_bounds_chunks``)."""
     E = index.size
+    if E == 0:
+        return np.zeros(n + 1, np.int64), 0, -1, False
+    if E + n <= COO_SMALL:
+        down = bool((index[1:] < index[:-1]).any())
+        lo, hi = (int(index.min()), int(index.max())) if down else (int(index[0]), int(index[-1]))
+        if lo >= 0 and hi < n and not down:
+            return np.searchsorted(index, np.arange(n + 1, dtype=np.int64)).astype(np.int64, copy=False), lo, hi, down
+        return np.zeros(n + 1, np.int64), lo, hi, down
     C = max(1, min(64, E // 65536))
     bounds = np.empty(n + 1, np.int64)
-    lo_c = np.zeros(C, np.int64)
-    hi_c = np.zeros(C, np.int64)
-    down_c = np.zeros(C, np.bool_)
+    stats = np.empty((C, 3), np.int64)
+    coo_bounds_chunks(index, n, bounds, stats)
+    last = int(index[E - 1])
+    bounds[0 if last < 0 else min(last, n) + 1:] = E  # ids above every value (and the end)
+    return bounds, int(stats[:, 0].min()), int(stats[:, 1].max()), bool(stats[:, 2].any())
+
+
+@njit(cache=True, parallel=True)
+def coo_bounds_chunks(index, n, bounds, stats):
+    """``coo_bounds``' pass over stats.shape[0] chunks of the index: stats[c] = (smallest value,
+    largest value, 1 where some value is below its predecessor) of chunk c, and bounds[v] for the
+    ids v up to the index's last value: bounds[v] is the first position holding a value >= v,
+    written by that position alone, so the pass is parallel. Writes are clamped to [0, n] and a
+    chunk stops writing at its first decrease, so a wrong index costs at most n writes per
+    chunk, never a wild write."""
+    E = index.size
+    C = stats.shape[0]
     for c in prange(C):
         a, b = c * E // C, (c + 1) * E // C
-        if a >= b:
-            continue
-        mn, mx = index[a], index[a]
+        mn, mx = _I64_MAX, _I64_MIN
         d = False
         p = index[a - 1] if a > 0 else -1
         for i in range(a, b):
@@ -619,13 +729,9 @@ def coo_bounds(index, n):
                 for w in range(0 if p < 0 else min(p, n) + 1, min(v, n) + 1):
                     bounds[w] = i
             p = v
-        lo_c[c], hi_c[c], down_c[c] = mn, mx, d
-    last = index[E - 1] if E > 0 else -1
-    for w in range(0 if last < 0 else min(last, n) + 1, n + 1):  # ids above every value (and the end)
-        bounds[w] = E
-    if E == 0:
-        return bounds, 0, -1, False
-    return bounds, lo_c.min(), hi_c.max(), down_c.any()
+        stats[c, 0] = mn
+        stats[c, 1] = mx
+        stats[c, 2] = d
 
 
 @njit(cache=True, parallel=True)

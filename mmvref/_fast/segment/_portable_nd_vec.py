@@ -5,7 +5,10 @@ lowered for whatever CPU Numba compiles for: AVX-512, AVX2, SSE or NEON).
 keeping the accumulator (and, for min/max, the positions) in vector registers
 for the whole segment: a Numba loop over a runtime feature count keeps them in
 memory, with an aliasing check per row, which measured 2-3x slower at 16
-features.
+features. Integers accumulate in int64 lanes and are finished in registers too
+(a mean floor-divided by the count, the range of the results tracked, the words
+stored at the result's width), so the integer kernels need no scalar pass over
+an int64 copy of them.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._portable_vec import counted_loop
+from ._portable_vec import _call, counted_loop
 
 __all__ = ["vreduce", "vrow", "ROW_W", "ROW_STEPS", "SUM", "MEAN", "MIN", "MAX", "PROD"]
 
@@ -31,16 +34,17 @@ def _splat(builder, val, vt):
 
 
 def _codegen(op, W, track, context, builder, sig, args):
-    x_t, rows_t, out_t, arg_t = sig.args[0], sig.args[1], sig.args[6], sig.args[8]
+    x_t, rows_t, out_t, arg_t, mm_t = sig.args[0], sig.args[1], sig.args[6], sig.args[8], sig.args[9]
     x = context.make_array(x_t)(context, builder, args[0]).data
     rows = context.make_array(rows_t)(context, builder, args[1]).data
     out = context.make_array(out_t)(context, builder, args[6]).data
     arg = context.make_array(arg_t)(context, builder, args[8]).data
-    lo, hi, F, xb0, ob, use_rows = args[2], args[3], args[4], args[5], args[7], args[11]
+    lo, hi, F, xb0, ob, use_rows = args[2], args[3], args[4], args[5], args[7], args[12]
     track = track and op in (MIN, MAX)
     is_float = isinstance(x_t.dtype, types.Float)
     et = context.get_value_type(x_t.dtype)
-    at = context.get_value_type(out_t.dtype)  # accumulator lanes: the result words
+    # accumulator lanes: x's float dtype, or int64 words for integers
+    at = et if is_float else _I64
     _I32 = ir.IntType(32)
     vt, avt, it = ir.VectorType(et, W), ir.VectorType(at, W), ir.VectorType(_I32, W)
 
@@ -95,10 +99,24 @@ def _codegen(op, W, track, context, builder, sig, args):
 
     counted_loop(builder, "vreduce", builder.add(lo, _I64(1)), lambda e: builder.icmp_signed("<", e, hi), 1, one_row)
     res = builder.load(acc_p)
-    if op == MEAN and is_float:  # the sum divided by the count, rounded once (integers: the caller floors)
+    if op == MEAN and is_float:  # the sum divided by the count, rounded once
         res = builder.fdiv(res, _splat(builder, builder.sitofp(builder.sub(hi, lo), at), avt))
+    if not is_float:
+        if op == MEAN:  # floor division by the count (> 0): the truncated quotient, less 1 where the remainder is < 0
+            c = _splat(builder, builder.sub(hi, lo), avt)
+            neg = builder.icmp_signed("<", builder.srem(res, c), ir.Constant(avt, None))
+            res = builder.add(builder.sdiv(res, c), builder.sext(neg, avt))
+        mm = context.make_array(mm_t)(context, builder, args[9]).data  # [min, max] of the int64 results so far
+        for i, (kind, cmp) in enumerate((("smin", "<"), ("smax", ">"))):
+            v = _call(builder, f"llvm.vector.reduce.{kind}.v{W}i64", _I64, [res])
+            p = builder.gep(mm, [_I64(i)], inbounds=True)
+            cur = builder.load(p)
+            builder.store(builder.select(builder.icmp_signed(cmp, v, cur), v, cur), p)
+        ot = context.get_value_type(out_t.dtype)
+        if ot.width < 64:  # the words stored at the result's width (two's complement: they wrap)
+            res = builder.trunc(res, ir.VectorType(ot, W))
     po = builder.gep(out, [ob], inbounds=True)
-    builder.store(res, builder.bitcast(po, avt.as_pointer()), align=out_t.dtype.bitwidth // 8)
+    builder.store(res, builder.bitcast(po, res.type.as_pointer()), align=out_t.dtype.bitwidth // 8)
     if track:
         a = builder.load(arg_p)
         for j in range(W):  # once per segment: the chosen e, through rows when given
@@ -108,25 +126,28 @@ def _codegen(op, W, track, context, builder, sig, args):
 
 
 @intrinsic
-def vreduce(typingctx, x, rows, lo, hi, F, xb0, out, ob, arg, op, width, use_rows, want_arg):
+def vreduce(typingctx, x, rows, lo, hi, F, xb0, out, ob, arg, mm, op, width, use_rows, want_arg):
     """Reduce features xb0 + r*F + [0, width) of the rows r of one non-empty segment (r = e, or
     rows[e] when ``use_rows``, for e in [lo, hi)) into out[ob:ob+width] (and, for min/max, the
-    chosen r into arg[ob:ob+width] when ``want_arg``), rows in increasing e. x: 1-D C array
-    (floats, or integers widened to out's int64 words); out: x's float dtype or int64; arg,
-    rows: int64. ``op`` (SUM; MEAN = the sum, divided by the count for floats; PROD, MIN, MAX) and ``width`` are literal ints, ``want_arg``
-    a literal bool.
+    chosen r into arg[ob:ob+width] when ``want_arg``), rows in increasing e. x: 1-D C array.
+    Floats: out of x's dtype, ``mm`` None; MEAN is the sum divided by the count. Integers: int64
+    lanes; MEAN is the sum floor-divided by the count; the results are stored at out's integer
+    width (wrapping) and mm (int64, 2) receives min(mm[0], their smallest) and max(mm[1], their
+    largest). arg, rows: int64. ``op`` (SUM, MEAN, PROD, MIN, MAX) and ``width`` are literal
+    ints, ``want_arg`` a literal bool.
     min/max: strict comparisons (ties keep the earlier row); a NaN replaces a number once."""
     if not (isinstance(op, types.IntegerLiteral) and isinstance(width, types.IntegerLiteral)
             and isinstance(want_arg, types.BooleanLiteral)):
         return None
     if not (isinstance(x, types.Array) and x.ndim == 1 and isinstance(out, types.Array) and out.ndim == 1):
         return None
-    if isinstance(x.dtype, types.Float) and out.dtype != x.dtype:
+    if isinstance(x.dtype, types.Float) and (out.dtype != x.dtype or not isinstance(mm, types.NoneType)):
         return None
-    if isinstance(x.dtype, types.Integer) and out.dtype != types.int64:
+    if isinstance(x.dtype, types.Integer) and not (isinstance(out.dtype, types.Integer) and out.dtype.signed
+                                                   and isinstance(mm, types.Array) and mm.dtype == types.int64):
         return None
     o, W, track = op.literal_value, width.literal_value, want_arg.literal_value
-    sig = types.void(x, rows, types.int64, types.int64, types.int64, types.int64, out, types.int64, arg,
+    sig = types.void(x, rows, types.int64, types.int64, types.int64, types.int64, out, types.int64, arg, mm,
                      op, width, types.boolean, want_arg)
     return sig, lambda c, b, s, a: _codegen(o, W, track, c, b, s, a)
 

@@ -1,23 +1,40 @@
 """Numba kernels of the fast SpGEMM (``mmvref._fast.sparse.ops.spgemm``):
 row-wise Gustavson, rows in parallel (tasks of about equal products).
 
-- ``row_products``: every row's number of products, the upper bound of its
-  length by which rows are staged.
-- ``fill_dense``: the dense workspace (a value per column of B and a bitmap
-  of the touched ones); the row's distinct columns read off the bitmap in
-  order, or sorted in place when they are very spread out. With ``coord_small``
-  (the "auto" rule) rows of at most RANK_MAX products take the sparse path.
-- ``fill_sparse``: Insert-Sort-Merge with the Coord policy: the row's products
-  appended to a private coordinate list, stably sorted by column (by rank up
-  to RANK_MAX products: in L1, no mispredicted branch; measured 26 vs 46 ms
-  for an insertion sort on 2.6M entries), runs summed.
+- ``structure``: both operands validated and every row's number of products
+  (the upper bound of its length by which rows are staged) counted, in one
+  pass (a task validates a chunk of A's rows, then counts their products; or
+  validates a chunk of B's).
+- ``fill_kernel(...)``: the numeric pass. Rows of at most RANK_MAX products
+  by a private coordinate list (the sparse workspace; with the "auto" rule
+  also when the workspace is dense), stably sorted by column by rank (in L1,
+  no mispredicted branch; measured 26 vs 46 ms for an insertion sort on 2.6M
+  entries), runs summed; longer rows by the dense workspace (a value per
+  column of B and a bitmap of the touched ones; the row's distinct columns
+  read off the bitmap in order, or sorted in place when they are very spread
+  out) or by the sparse one (a merge sort).
 - ``count_dense`` / ``count_sparse``: the counting pass of the fallback when
   staging would be too large.
 - ``compact``: staged rows moved to their final offsets.
 
-Both fills add a column's products in product order (A's entries in order,
-then B's), so they agree bit for bit; with ``drop`` they skip exact zeros.
-``check_structure`` validates an operand in one parallel pass.
+Both workspaces add a column's products in product order (A's entries in
+order, then B's), so they agree bit for bit; with ``drop`` they skip exact
+zeros. ``check_structure`` validates one operand (spmm's path without a
+product pass).
+
+Cold start (a user's first call compiles these; issue 31): ``fill_kernel``
+builds one kernel per combination of the row paths a call takes, which the
+caller reads off the row products (``small``: a row goes by the coordinate
+list; ``big``: by the bitmap or the merge sort; ``sort``: the bitmap's sort
+fallback, possible only when B has more than 64 * SCAN_WORDS columns), the
+flags compile-time constants held in closure cells, so a path the input does
+not take is pruned before typing; and in a serial flavour for small products
+(``packed``: rows written at their final offsets as they are finished, which
+one thread can do, so no ``compact``; the workspaces are the caller's, so no
+allocation is compiled in). Numba caches each closure under its cells'
+values. The row paths are spelled out in one function body (Numba's
+inlining of helpers costs more compile time than their code), and builtin
+``min``/``max`` (an overload compile per type) are conditional expressions.
 """
 from __future__ import annotations
 
@@ -25,7 +42,7 @@ import numpy as np
 from numba import njit, prange
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-__all__ = ["check_structure", "row_products", "count_dense", "count_sparse", "fill_dense", "fill_sparse",
+__all__ = ["check_structure", "structure", "fill_kernel", "fill_scratch", "count_dense", "count_sparse",
            "compact", "RANK_MAX", "SCAN_WORDS"]
 
 #: rows of at most this many products are sorted by stable rank in a private coordinate list
@@ -36,6 +53,8 @@ SCAN_WORDS = 16
 _U = np.uint64
 _KEY_PAD = np.iinfo(np.int64).max
 
+
+# ----------------------------------------------------------------------------- structure
 
 @njit(cache=True, parallel=True)
 def check_structure(indptr, indices, ncols, chunks, bad):
@@ -53,22 +72,70 @@ def check_structure(indptr, indices, ncols, chunks, bad):
             continue
         umax = _U(0)
         for q in range(indptr[r0], indptr[r1]):
-            umax = max(umax, _U(indices[q]))
+            v = _U(indices[q])
+            umax = v if v > umax else umax
         if r1 > r0 and indptr[r1] > indptr[r0] and umax >= _U(ncols):
             bad[t] = True
 
 
 @njit(cache=True, parallel=True)
-def row_products(ap, ai, bp, prods):
-    """prods[r] = the number of products of row r of A B (sum of the lengths of
-    the rows of B that row r of A selects): an upper bound of its length."""
-    for r in prange(ap.size - 1):
-        s = 0
-        for q in range(ap[r], ap[r + 1]):
-            kk = ai[q]
-            s += bp[kk + 1] - bp[kk]
-        prods[r] = s
+def structure(ap, ai, bp, bi, n, p, ca, cb, prods, bad_a, bad_b, n_tasks):
+    """Task t validates A's rows ca[t]..ca[t+1]-1 (bad_a[t]: offsets out of order or
+    outside [0, nnz], or a column index outside [0, n)) and, when valid, sets prods[r] =
+    the number of products of row r of A B (the sum of the lengths of the rows of B it
+    selects: an upper bound of its length); and validates B's rows cb[t]..cb[t+1]-1
+    against p columns (bad_b[t]); n_tasks = the larger count of chunks (computed by the
+    caller: a conditional bound is not a loop Numba parallelizes). prods is meaningful only
+    when nothing is bad. (The two validations are spelled out rather than one helper inlined
+    twice: Numba's inlining costs more compile time than the code.) Large operands only: the
+    caller does small ones with numpy (no kernel to compile on a first call)."""
+    ta = ca.size - 1
+    tb = cb.size - 1
+    # task t: A's chunk t and B's chunk t (threads get contiguous ranges of tasks: A's and B's
+    # chunks side by side keep them balanced)
+    for t in prange(n_tasks):
+        if t < ta:
+            r0 = ca[t]
+            r1 = ca[t + 1]
+            ok = True
+            for r in range(r0, r1):
+                ok &= ap[r] <= ap[r + 1]
+            if ok and ap[r0] >= 0 and ap[r1] <= ai.size:
+                umax = _U(0)
+                for q in range(ap[r0], ap[r1]):
+                    v = _U(ai[q])
+                    umax = v if v > umax else umax
+                ok = not (r1 > r0 and ap[r1] > ap[r0] and umax >= _U(n))
+            else:
+                ok = False
+            if ok:  # A's indices in [0, n): B's offsets can be read
+                for r in range(r0, r1):
+                    s = 0
+                    for q in range(ap[r], ap[r + 1]):
+                        kk = ai[q]
+                        s += bp[kk + 1] - bp[kk]
+                    prods[r] = s
+            else:
+                bad_a[t] = True
+        if t < tb:
+            r0 = cb[t]
+            r1 = cb[t + 1]
+            ok = True
+            for r in range(r0, r1):
+                ok &= bp[r] <= bp[r + 1]
+            if ok and bp[r0] >= 0 and bp[r1] <= bi.size:
+                umax = _U(0)
+                for q in range(bp[r0], bp[r1]):
+                    v = _U(bi[q])
+                    umax = v if v > umax else umax
+                ok = not (r1 > r0 and bp[r1] > bp[r0] and umax >= _U(p))
+            else:
+                ok = False
+            if not ok:
+                bad_b[t] = True
 
+
+# ----------------------------------------------------------------------------- counting pass
 
 @njit(cache=True, parallel=True)
 def count_dense(ap, ai, bp, bi, p, tasks, counts, mark_proto):
@@ -92,7 +159,7 @@ def count_sparse(ap, ai, bp, bi, prods, tasks, counts):
     for t in prange(tasks.size - 1):
         longest = 0
         for r in range(tasks[t], tasks[t + 1]):
-            longest = max(longest, prods[r])
+            longest = prods[r] if prods[r] > longest else longest
         cols = np.empty(longest, bi.dtype)
         for r in range(tasks[t], tasks[t + 1]):
             w = 0
@@ -111,171 +178,210 @@ def count_sparse(ap, ai, bp, bi, prods, tasks, counts):
 
 # ----------------------------------------------------------------------------- SpGEMM: numeric
 
-@njit(cache=True)
-def _emit(j, v, base, w, ci, cd, drop):
-    """Write (j, v) at base + w; the next slot when kept (branch-free)."""
-    ci[base + w] = j
-    cd[base + w] = v
-    return w + 1 if (not drop or v != 0) else w
+def fill_kernel(dense, small, big, sort, drop, parallel, packed=False):
+    """The numeric pass for one combination of paths (see the module docstring):
+    ``k(ap, ai, ad, bp, bi, bd, p, prods, tasks, slot, ci, cd, counts, *fill_scratch(...))``
+    writes every row's sorted columns and sums (exact zeros dropped when ``drop``) at
+    slot[r] (``packed``, serial only: consecutively from 0) and counts[r] = its entries.
+    ``small``: rows of at most RANK_MAX products go by the coordinate list (every row
+    when not ``big``); ``big``: the other rows by the bitmap (``dense``) or the merge
+    sort; ``sort``: the bitmap's in-place sort fallback (``dense`` only). Built once per
+    combination and process; compiled (or loaded from the cache) at its first call."""
+    key = (bool(dense), bool(small), bool(big), bool(sort and dense and big), bool(drop), bool(parallel),
+           bool(packed and not parallel))
+    k = _FILL.get(key)
+    if k is None:
+        k = _make_fill(*key)
+        _FILL[key] = k
+        # visible as a module attribute, as the other kernels are (tools/cold_start.py lists those)
+        globals()["fill_" + "_".join(n for n, on in zip(_FLAG_NAMES, key) if on)] = k
+    return k
 
 
-@njit(cache=True, inline="always")
-def _coord_row(ap, ai, ad, bp, bi, bd, r, keys, pv, scol, sval, base, ci, cd, drop):
-    """A row of at most RANK_MAX products by the sparse workspace held in L1:
-    products appended as (key, value) with key = column * RANK_MAX + position
-    (distinct keys, ordered by column then product order), each placed at its
-    rank (the number of smaller keys: one vectorised count over a list padded
-    to whole vectors with the largest key, no data-dependent branch), equal
-    columns summed in product order. Returns the entries written at base."""
-    n = 0
-    for q in range(ap[r], ap[r + 1]):
-        kk = ai[q]
-        a = ad[q]
-        for pp in range(bp[kk], bp[kk + 1]):
-            keys[n] = np.int64(bi[pp]) * RANK_MAX + n
-            pv[n] = a * bd[pp]
-            n += 1
-    npad = (n + 7) & ~7
-    for i in range(n, npad):
-        keys[i] = _KEY_PAD
-    for i in range(n):
-        key = keys[i]
-        rk = 0
-        for u in range(npad):
-            rk += keys[u] < key
-        scol[rk] = key // RANK_MAX
-        sval[rk] = pv[i]
-    w = 0
-    i = 0
-    while i < n:
-        j = scol[i]
-        v = sval[i]
-        i += 1
-        while i < n and scol[i] == j:
-            v += sval[i]
-            i += 1
-        w = _emit(j, v, base, w, ci, cd, drop)
-    return w
+_FILL: dict = {}
 
 
-@njit(cache=True, parallel=True)
-def fill_dense(ap, ai, ad, bp, bi, bd, p, prods, tasks, slot, ci, cd, counts, drop, coord_small):
-    """Gustavson with a dense workspace: a value per column of B and a bitmap of
-    the touched columns (p/8 bytes: in L1 for p up to ~2**18). Row r's sorted
-    distinct columns and sums are written at slot[r] (zeros dropped when
-    ``drop``); counts[r] = entries written. The columns come out of the bitmap
-    in order (set bits of the words between the first and last touched column,
-    by trailing-zero counts) when those words are at most SCAN_WORDS per
-    column, else from an in-place sort of the row's column list. With
-    ``coord_small``, rows of at most RANK_MAX products go by ``_coord_row``."""
-    for t in prange(tasks.size - 1):
-        _dense_task(ap, ai, ad, bp, bi, bd, p, prods, tasks[t], tasks[t + 1], slot, ci, cd, counts, drop,
-                    coord_small)
+def fill_scratch(key, n_tasks, p, longest, idx_t, wd):
+    """The scratch arrays of a ``fill_kernel(*key)`` call: the coordinate list's (a row of
+    RANK_MAX per task), and, for one task (serial), the long rows' workspace (the bitmap and
+    a value per column of B, or the merge sort's lists of ``longest``); the parallel kernels
+    allocate the latter per task. Arrays of no use to the kernel are empty (their dtypes fixed,
+    so that one signature serves)."""
+    dense, small, big, _sort, _drop, parallel = key[:6]
+    ns = n_tasks if small else 0
+    one = big and not parallel
+    return (np.empty((ns, RANK_MAX), np.int64), np.empty((ns, RANK_MAX), wd), np.empty((ns, RANK_MAX), idx_t),
+            np.empty((ns, RANK_MAX), wd),
+            np.zeros(((p + 63) >> 6) if one and dense else 0, np.uint64), np.empty(p if one and dense else 0, wd),
+            np.empty(longest if one and not dense else 0, idx_t), np.empty(longest if one and not dense else 0, wd))
+_FLAG_NAMES = ("dense", "small", "big", "sort", "drop", "parallel", "packed")
 
 
-@njit(cache=True)
-def _dense_task(ap, ai, ad, bp, bi, bd, p, prods, r0, r1, slot, ci, cd, counts, drop, coord_small):
-    """Rows r0..r1-1 of fill_dense (a function of its own: the workspace is
-    allocated lazily, which a prange body must not do by reassignment)."""
-    nwords = (p + 63) >> 6
-    bits = np.empty(0, np.uint64)  # allocated at the first long row
-    vals = np.empty(0, cd.dtype)
-    keys = np.empty(RANK_MAX, np.int64)
-    pv = np.empty(RANK_MAX, cd.dtype)
-    scol = np.empty(RANK_MAX, ci.dtype)
-    sval = np.empty(RANK_MAX, cd.dtype)
-    for r in range(r0, r1):
-        base = slot[r]
-        if coord_small and prods[r] <= RANK_MAX:
-            counts[r] = _coord_row(ap, ai, ad, bp, bi, bd, r, keys, pv, scol, sval, base, ci, cd, drop)
-            continue
-        if bits.size == 0:
-            bits = np.zeros(nwords, np.uint64)
-            vals = np.empty(p, cd.dtype)  # set at a column's first touch: no O(p) zeroing
-        c = 0
-        lo = p
-        hi = -1
-        for q in range(ap[r], ap[r + 1]):
-            kk = ai[q]
-            a = ad[q]
-            for pp in range(bp[kk], bp[kk + 1]):
-                j = np.int64(bi[pp])
-                wi = j >> 6
-                bit = _U(1) << _U(j & 63)
-                word = bits[wi]
-                if word & bit:
-                    vals[j] += a * bd[pp]
+def _make_fill(dense, small, big, sort, drop, parallel, packed):
+    """One kernel of ``fill_kernel``. The flags are closure cells: Numba keys its cache on
+    their values (one entry per combination) and prunes the branches that a flag in a
+    bare condition turns off before typing them. One function body, no ``inline`` helpers:
+    Numba's inlining of a helper costs more compile time than the helper's own code."""
+
+    def fill(ap, ai, ad, bp, bi, bd, p, prods, tasks, slot, ci, cd, counts, keys_t, pv_t, scol_t, sval_t, bits0,
+             vals0, cols0, pl0):
+        if parallel:  # referenced, so that it is a cell: part of the cache key
+            pass
+        for t in prange(tasks.size - 1):
+            r0 = tasks[t]
+            r1 = tasks[t + 1]
+            if small:  # the coordinate list's scratch: row t of the caller's (tasks, RANK_MAX) arrays
+                keys = keys_t[t]
+                pv = pv_t[t]
+                scol = scol_t[t]
+                sval = sval_t[t]
+            if big:
+                if parallel:
+                    # the workspace of the task's long rows, allocated once when it has one
+                    longest = 0
+                    for r in range(r0, r1):
+                        if not small or prods[r] > RANK_MAX:
+                            longest = prods[r] if prods[r] > longest else longest
+                    if dense:
+                        need = longest > 0 or (not small and r1 > r0)
+                        bits = np.zeros(((p + 63) >> 6) if need else 0, np.uint64)
+                        vals = np.empty(p if need else 0, cd.dtype)  # set at a column's first touch: no O(p) zeroing
+                    else:
+                        cols = np.empty(longest, ci.dtype)
+                        pl = np.empty(longest, cd.dtype)
+                else:  # one task: the caller's workspace (no allocation compiled in)
+                    bits = bits0
+                    vals = vals0
+                    cols = cols0
+                    pl = pl0
+            base = np.int64(0)
+            for r in range(r0, r1):
+                if packed:
+                    pass
                 else:
-                    bits[wi] = word | bit
-                    vals[j] = a * bd[pp]
-                    ci[base + c] = j
-                    c += 1
-                    lo = min(lo, j)
-                    hi = max(hi, j)
-        w = 0
-        if c == 0:
-            counts[r] = 0
-            continue
-        w0 = lo >> 6
-        w1 = hi >> 6
-        if w1 - w0 + 1 <= SCAN_WORDS * c:
-            for wi in range(w0, w1 + 1):
-                word = bits[wi]
-                bits[wi] = 0
-                while word:
-                    j = (wi << 6) + np.int64(trailing_zeros(word))
-                    w = _emit(j, vals[j], base, w, ci, cd, drop)
-                    word &= word - _U(1)
-        else:
-            row = ci[base:base + c]
-            row.sort()
-            for i in range(c):
-                j = np.int64(ci[base + i])
-                bits[j >> 6] = 0
-                w = _emit(j, vals[j], base, w, ci, cd, drop)
-        counts[r] = w
+                    base = slot[r]
+                w = np.int64(-1)
+                if small:
+                    if not big or prods[r] <= RANK_MAX:
+                        # the coordinate list held in L1: products appended as (key, value) with
+                        # key = column * RANK_MAX + position (distinct keys, ordered by column then
+                        # product order), each placed at its rank (the number of smaller keys: one
+                        # vectorised count over a list padded to whole vectors with the largest
+                        # key, no data-dependent branch), equal columns summed in product order
+                        n = 0
+                        for q in range(ap[r], ap[r + 1]):
+                            kk = ai[q]
+                            a = ad[q]
+                            for pp in range(bp[kk], bp[kk + 1]):
+                                keys[n] = np.int64(bi[pp]) * RANK_MAX + n
+                                pv[n] = a * bd[pp]
+                                n += 1
+                        npad = (n + 7) & ~7
+                        for i in range(n, npad):
+                            keys[i] = _KEY_PAD
+                        for i in range(n):
+                            key = keys[i]
+                            rk = 0
+                            for u in range(npad):
+                                rk += keys[u] < key
+                            scol[rk] = key // RANK_MAX
+                            sval[rk] = pv[i]
+                        w = 0
+                        i = 0
+                        while i < n:
+                            j = scol[i]
+                            v = sval[i]
+                            i += 1
+                            while i < n and scol[i] == j:
+                                v += sval[i]
+                                i += 1
+                            ci[base + w] = j
+                            cd[base + w] = v
+                            w = w + 1 if (not drop or v != 0) else w
+                if big:
+                    if w < 0:
+                        w = 0
+                        if dense:
+                            # the dense workspace: a value per column of B and a bitmap of the
+                            # touched columns (p/8 bytes: in L1 for p up to ~2**18)
+                            c = 0
+                            lo = p
+                            hi = -1
+                            for q in range(ap[r], ap[r + 1]):
+                                kk = ai[q]
+                                a = ad[q]
+                                for pp in range(bp[kk], bp[kk + 1]):
+                                    jb = np.int64(bi[pp])
+                                    wi = jb >> 6
+                                    bit = _U(1) << _U(jb & 63)
+                                    word = bits[wi]
+                                    if word & bit:
+                                        vals[jb] += a * bd[pp]
+                                    else:
+                                        bits[wi] = word | bit
+                                        vals[jb] = a * bd[pp]
+                                        ci[base + c] = jb
+                                        c += 1
+                                        lo = jb if jb < lo else lo
+                                        hi = jb if jb > hi else hi
+                            # the sorted distinct columns: the set bits of the words between the
+                            # first and last touched column, by trailing-zero counts, when those
+                            # words are at most SCAN_WORDS per column (always, without ``sort``: B
+                            # has no more words), else an in-place sort of the row's column list
+                            w0 = lo >> 6
+                            w1 = hi >> 6
+                            scan = c > 0
+                            if sort:
+                                if c > 0 and w1 - w0 + 1 > SCAN_WORDS * c:
+                                    scan = False
+                                    row = ci[base:base + c]
+                                    row.sort()
+                                    for i in range(c):
+                                        jb = np.int64(ci[base + i])
+                                        bits[jb >> 6] = 0
+                                        vb = vals[jb]
+                                        ci[base + w] = jb
+                                        cd[base + w] = vb
+                                        w = w + 1 if (not drop or vb != 0) else w
+                            if scan:
+                                for wi in range(w0, w1 + 1):
+                                    word = bits[wi]
+                                    bits[wi] = 0
+                                    while word:
+                                        jb = (wi << 6) + np.int64(trailing_zeros(word))
+                                        vb = vals[jb]
+                                        ci[base + w] = jb
+                                        cd[base + w] = vb
+                                        w = w + 1 if (not drop or vb != 0) else w
+                                        word &= word - _U(1)
+                        else:
+                            # the sparse workspace beyond RANK_MAX products: products appended,
+                            # stably sorted by column (merge sort), equal columns summed in order
+                            nm = 0
+                            for q in range(ap[r], ap[r + 1]):
+                                kk = ai[q]
+                                a = ad[q]
+                                for pp in range(bp[kk], bp[kk + 1]):
+                                    cols[nm] = bi[pp]
+                                    pl[nm] = a * bd[pp]
+                                    nm += 1
+                            order = np.argsort(cols[:nm], kind="mergesort")
+                            i = 0
+                            while i < nm:
+                                jm = cols[order[i]]
+                                vm = pl[order[i]]
+                                i += 1
+                                while i < nm and cols[order[i]] == jm:
+                                    vm += pl[order[i]]
+                                    i += 1
+                                ci[base + w] = jm
+                                cd[base + w] = vm
+                                w = w + 1 if (not drop or vm != 0) else w
+                counts[r] = w
+                if packed:
+                    base += w
 
-
-@njit(cache=True, parallel=True)
-def fill_sparse(ap, ai, ad, bp, bi, bd, prods, tasks, slot, ci, cd, counts, drop):
-    """Insert-Sort-Merge, Coord policy: the row's products appended to a private
-    coordinate workspace, stably sorted by column (``_coord_row`` up to RANK_MAX
-    products, else a merge sort), equal columns summed in product order,
-    written at slot[r] (zeros dropped when ``drop``)."""
-    for t in prange(tasks.size - 1):
-        longest = RANK_MAX
-        for r in range(tasks[t], tasks[t + 1]):
-            longest = max(longest, prods[r])
-        cols = np.empty(longest, ci.dtype)
-        pv = np.empty(longest, cd.dtype)
-        keys = np.empty(RANK_MAX, np.int64)
-        scol = np.empty(RANK_MAX, ci.dtype)
-        sval = np.empty(RANK_MAX, cd.dtype)
-        for r in range(tasks[t], tasks[t + 1]):
-            base = slot[r]
-            if prods[r] <= RANK_MAX:
-                counts[r] = _coord_row(ap, ai, ad, bp, bi, bd, r, keys, pv, scol, sval, base, ci, cd, drop)
-                continue
-            n = 0
-            for q in range(ap[r], ap[r + 1]):
-                kk = ai[q]
-                a = ad[q]
-                for pp in range(bp[kk], bp[kk + 1]):
-                    cols[n] = bi[pp]
-                    pv[n] = a * bd[pp]
-                    n += 1
-            order = np.argsort(cols[:n], kind="mergesort")
-            w = 0
-            i = 0
-            while i < n:
-                j = cols[order[i]]
-                v = pv[order[i]]
-                i += 1
-                while i < n and cols[order[i]] == j:
-                    v += pv[order[i]]
-                    i += 1
-                w = _emit(j, v, base, w, ci, cd, drop)
-            counts[r] = w
+    return njit(cache=True, parallel=parallel)(fill)
 
 
 @njit(cache=True, parallel=True)

@@ -19,6 +19,15 @@ or whose column indices leave [0, n) (a min and a max over the row before its
 products), sets ``bad[t]`` and ends the task before anything is read out of
 range; the caller raises the error. D and out are flat (k per row); offsets
 are unsigned so that no index needs a wrap-around select.
+
+Cold start (a user's first call compiles the kernel; issue 31): the kernel
+is built for the register blocks the call's k takes (``rows_kernel``: k = 8
+compiles one 8-lane block and no tail, k = 64 one 64-lane block in a loop),
+which are compile-time constants (closure cells: the blocks k does not take
+are pruned before typing, and Numba's cache keeps one entry per set of
+blocks), in a serial flavour for small products (no parallel launch, a
+fraction of the compile time); the row check is spelled out in the kernel
+rather than inlined by Numba.
 """
 from __future__ import annotations
 
@@ -28,32 +37,10 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["rows"]
+__all__ = ["rows_kernel"]
 
 _U = np.uint64
 _I64 = ir.IntType(64)
-
-
-@njit(cache=True, inline="always")
-def _row_out_of_range(indices, q0, q1, n):
-    """Whether a column index of entries q0..q1-1 lies outside [0, n): a min and
-    a max in the index dtype, vectorised, no branch per entry."""
-    if q1 <= q0:
-        return False
-    lo = indices[_U(q0)]
-    hi = lo
-    for q in range(_U(q0) + _U(1), _U(q1)):  # unsigned positions: no wrap-around select
-        v = indices[q]
-        lo = min(lo, v)
-        hi = max(hi, v)
-    return lo < 0 or hi >= n
-
-
-@njit(cache=True, inline="always")
-def _bad_row(indptr, indices, r, nnz, n):
-    q0 = indptr[r]
-    q1 = indptr[r + 1]
-    return q0 < 0 or q1 < q0 or q1 > nnz or _row_out_of_range(indices, q0, q1, n)
 
 
 def _row_vec_codegen(context, builder, sig, args):
@@ -119,44 +106,85 @@ def row_vec(typingctx, ind, data, D, q0, q1, k, j0, out, o, width):
     return sig, _row_vec_codegen
 
 
-@njit(cache=True, parallel=True)
-def rows(indptr, indices, data, Df, k, n, out, tasks, zero, bad):
-    """out[r, :] = sum over the row's entries q of data[q] * D[indices[q], :]:
-    columns by register blocks of 64, 32, 16 and 8 (``row_vec``), the last
-    k mod 8 by a scalar accumulator."""
-    nnz = indices.size
-    uk = _U(k)
-    k64 = np.int64(k)
-    for t in prange(tasks.size - 1):
-        acc = np.empty(8, out.dtype)
-        for r in range(tasks[t], tasks[t + 1]):
-            if _bad_row(indptr, indices, r, nnz, n):
-                bad[t] = True
-                break
-            q0 = np.int64(indptr[r])
-            q1 = np.int64(indptr[r + 1])
-            o = np.int64(r) * k64
-            j0 = np.int64(0)
-            while k64 - j0 >= 64:
-                row_vec(indices, data, Df, q0, q1, k64, j0, out, o + j0, 64)
-                j0 += 64
-            if k64 - j0 >= 32:
-                row_vec(indices, data, Df, q0, q1, k64, j0, out, o + j0, 32)
-                j0 += 32
-            if k64 - j0 >= 16:
-                row_vec(indices, data, Df, q0, q1, k64, j0, out, o + j0, 16)
-                j0 += 16
-            if k64 - j0 >= 8:
-                row_vec(indices, data, Df, q0, q1, k64, j0, out, o + j0, 8)
-                j0 += 8
-            tail = k64 - j0
+def rows_kernel(k, parallel):
+    """The kernel for k columns: ``rows(indptr, indices, data, Df, k, n, out, tasks, zero, bad)``,
+    out[r, :] = sum over the row's entries q of data[q] * D[indices[q], :], columns by register
+    blocks of 64 (as many as k holds), then 32, 16 and 8, the last k mod 8 by a scalar
+    accumulator. Only the blocks k needs are compiled (one kernel per such set of blocks and
+    flavour, ``parallel`` or serial: at most 32; a first call compiles one), and those blocks
+    are compiled unconditionally: no test of k per row."""
+    key = (k >= 64, k % 64 >= 32, k % 32 >= 16, k % 16 >= 8, k % 8 > 0, bool(parallel))
+    kern = _ROWS.get(key)
+    if kern is None:
+        kern = _make_rows(*key)
+        _ROWS[key] = kern
+        # visible as a module attribute, as the other kernels are (tools/cold_start.py lists those)
+        globals()["rows_" + "_".join(n for n, on in zip(_BLOCK_NAMES, key) if on)] = kern
+    return kern
+
+
+_ROWS: dict = {}
+_BLOCK_NAMES = ("b64", "b32", "b16", "b8", "tail", "parallel")
+
+
+def _make_rows(b64, b32, b16, b8, tail, parallel):
+    # the flags are closure cells: Numba keys its cache on their values and prunes the blocks
+    # they turn off before typing; the row check is spelled out (Numba's inlining of a helper
+    # costs more compile time than its code)
+    def rows(indptr, indices, data, Df, k, n, out, tasks, zero, bad):
+        if parallel:  # referenced, so that it is a cell: part of the cache key
+            pass
+        nnz = indices.size
+        uk = _U(k)
+        k64 = np.int64(k)
+        for t in prange(tasks.size - 1):
             if tail:
-                for j in range(tail):
-                    acc[j] = zero
-                for q in range(_U(q0), _U(q1)):
-                    v = data[q]
-                    base = _U(indices[q]) * uk + _U(j0)
-                    for j in range(tail):
-                        acc[j] += v * Df[base + _U(j)]
-                for j in range(tail):
-                    out[_U(o + j0 + j)] = acc[j]
+                acc = np.empty(8, out.dtype)
+            for r in range(tasks[t], tasks[t + 1]):
+                # a row whose offsets are out of order or past nnz, or whose column indices
+                # leave [0, n) (a min and a max in the index dtype, vectorised, no branch per
+                # entry), ends the task before anything is read out of range
+                p0 = indptr[r]
+                p1 = indptr[r + 1]
+                invalid = p0 < 0 or p1 < p0 or p1 > nnz
+                if not invalid and p1 > p0:
+                    lo = indices[_U(p0)]
+                    hi = lo
+                    for q in range(_U(p0) + _U(1), _U(p1)):  # unsigned positions: no wrap-around select
+                        v = indices[q]
+                        lo = v if v < lo else lo
+                        hi = v if v > hi else hi
+                    invalid = lo < 0 or hi >= n
+                if invalid:
+                    bad[t] = True
+                    break
+                q0 = np.int64(p0)
+                q1 = np.int64(p1)
+                o = np.int64(r) * k64
+                j0 = np.int64(0)
+                if b64:
+                    while k64 - j0 >= 64:
+                        row_vec(indices, data, Df, q0, q1, k64, j0, out, o + j0, 64)
+                        j0 += 64
+                if b32:
+                    row_vec(indices, data, Df, q0, q1, k64, j0, out, o + j0, 32)
+                    j0 += 32
+                if b16:
+                    row_vec(indices, data, Df, q0, q1, k64, j0, out, o + j0, 16)
+                    j0 += 16
+                if b8:
+                    row_vec(indices, data, Df, q0, q1, k64, j0, out, o + j0, 8)
+                    j0 += 8
+                if tail:
+                    nt = k64 - j0
+                    for j in range(nt):
+                        acc[j] = zero
+                    for q in range(_U(q0), _U(q1)):
+                        v = data[q]
+                        base = _U(indices[q]) * uk + _U(j0)
+                        for j in range(nt):
+                            acc[j] += v * Df[base + _U(j)]
+                    for j in range(nt):
+                        out[_U(o + j0 + j)] = acc[j]
+
+    return njit(cache=True, parallel=parallel)(rows)

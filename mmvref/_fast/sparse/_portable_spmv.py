@@ -7,7 +7,9 @@ row is shared by several chunks. Chunk c owns the elements [E[c], E[c+1]);
 it finishes rows R[c] .. R[c+1]-1 and starts row R[c+1]. Rows strictly
 between R[c] and R[c+1] are whole and written to ``y`` directly; row R[c]'s
 part goes to ``first[c]`` and row R[c+1]'s part to ``last[c]``, and
-``combine`` adds those partial sums in chunk order.
+``combine`` adds those partial sums in chunk order. (One chunk, small
+matrices: R = [0, m], E = [0, nnz], which the caller sets without
+``partition``, and row 0 is the only part, added by the caller.)
 
 Float rows (``float_rows``), summation order (any order satisfies the
 documented bound, which holds for every summation tree of a row's k
@@ -26,7 +28,7 @@ products):
   of at most W entries, so short rows of varying length do not mispredict).
   Where the path sets ``SCALAR_SHORT`` (targets without AVX-512), a batch whose
   row lengths differ by at most REGULAR_SPREAD is instead done row by row with
-  scalar loads and four accumulators (``_scalar_dot``): its loop branches are
+  scalar loads and four accumulators (``_scalar_rows``): its loop branches are
   predictable, and an 8-lane AVX2 gather costs more than 8 scalar loads.
 
 Validation is fused: every kernel returns the largest column index it read
@@ -37,7 +39,7 @@ first and skip a batch with an invalid one), and row ranges are checked
 before they are read, so a bad matrix is never read out of bounds. The
 caller raises the error.
 
-Integer rows (``int_rows``): plain loops, int64 accumulation that wraps
+Integer rows (``int_kernel``): plain loops, int64 accumulation that wraps
 (exact modulo 2**64), and with ``check`` a float64 sum of |a_ij * x_j| per
 row part, so the caller knows which rows may have left int64 on the way.
 
@@ -59,6 +61,19 @@ path is its own compiled specialization and cache entry:
 ``LONG_ROW`` (chunks whose whole rows average at least that many entries take
 ``simd_dot`` per row, shorter ones the two-phase batches) is also per path:
 the kernels take it as an argument.
+
+Cold start (a user's first call compiles the kernel; issue 31): the kernel
+is built per combination of the row paths a call takes (``float_kernel``:
+long rows, short rows, the scalar batches; ``int_kernel``: the overflow
+bound), the paths compile-time constants held in closure cells, so a path
+the input does not take is pruned before typing (the caller reads the row
+kinds off the chunk boundaries, O(chunks)); each SIMD intrinsic is called
+from one site (every ``simd_dot`` of a chunk goes through one loop over the
+chunk's parts), and the helpers are spelled out in the kernel rather than
+inlined by Numba (whose inlining costs more compile time than the code).
+``float_rows`` / ``float_rows_serial`` are the kernel with every path
+(chosen at run time by its arguments), which the specialized ones equal bit
+for bit.
 """
 from __future__ import annotations
 
@@ -70,7 +85,7 @@ from numba.extending import intrinsic
 
 from ._gather import Gather, GatherKind, _elem_bytes  # noqa: F401  (Gather: the kernels' marker type)
 
-__all__ = ["partition", "float_rows", "float_rows_serial", "int_rows", "int_rows_serial", "combine",
+__all__ = ["partition", "row_kinds", "flagged", "float_kernel", "float_rows", "float_rows_serial", "int_kernel", "combine",
            "combine_bound", "lanes", "Gather", "GATHER", "LONG_ROW"]
 
 #: cost of one row in units of one nonzero, for the partition
@@ -97,7 +112,7 @@ def _vec_bits() -> int:
 
 
 _VEC_BITS = _vec_bits()
-#: batches of short rows of (nearly) one length by scalar loads (see ``_short_rows``) rather than
+#: batches of short rows of (nearly) one length by scalar loads (see ``_scalar_rows``) rather than
 #: two phases: on targets without AVX-512 an 8-lane gather costs more than 8 scalar loads
 #: (set per path, like LONG_ROW)
 SCALAR_SHORT = _VEC_BITS < 512
@@ -477,39 +492,36 @@ def partition(indptr, n_chunks, row_cost):
     return R, E
 
 
+@njit(cache=True)
+def row_kinds(indptr, R, long_row):
+    """Which row kinds the chunks have, as the float kernel decides per chunk (whole rows
+    r0+1 .. r1-1 averaging at least long_row entries: long, else short): bit 0 long, bit 1
+    short. The caller compiles the kernel for those only. O(chunks); an invalid indptr only
+    adds a kind (the kernel flags the rows)."""
+    kinds = 0
+    for c in range(R.size - 1):
+        ra = R[c] + 1
+        rb = R[c + 1]
+        if ra < rb:
+            if np.int64(indptr[rb]) - np.int64(indptr[ra]) >= long_row * (rb - ra):
+                kinds |= 1
+            else:
+                kinds |= 2
+    return kinds
+
+
 # ----------------------------------------------------------------------------- float kernel
-
-@njit(cache=True, inline="always")
-def _scalar_dot(indices, data, x, a, b):
-    """sum_{a<=k<b} data[k] * x[indices[k]] with scalar loads and four accumulators
-    (a, b: uint64; every index already checked to be a valid column). Unsigned
-    positions, so Numba emits no negative-index wrap-around per access."""
-    s0 = x.dtype.type(0)
-    s1 = s0
-    s2 = s0
-    s3 = s0
-    k = a
-    while k + _U(4) <= b:
-        s0 += data[k] * x[_U(indices[k])]
-        s1 += data[k + _U(1)] * x[_U(indices[k + _U(1)])]
-        s2 += data[k + _U(2)] * x[_U(indices[k + _U(2)])]
-        s3 += data[k + _U(3)] * x[_U(indices[k + _U(3)])]
-        k += _U(4)
-    while k < b:
-        s0 += data[k] * x[_U(indices[k])]
-        k += _U(1)
-    return (s0 + s1) + (s2 + s3)
-
 
 @njit(cache=True)
 def _scalar_rows(indptr, indices, data, x, y, r, q, lo, hi):
-    """y[t] = _scalar_dot of row t for r <= t < q, whose entries lie in [lo, hi) and whose
-    column indices are all valid; a row outside [lo, hi) gives 0 and True is returned.
-    A function of its own (not inlined): LLVM schedules this loop much better alone
-    (measured: 0.5 ms of 1.25 ms saved on the b-2 r-2 attention matrix). Each row's end
-    offset is carried over as the next row's start (one load of indptr per row), and the
-    row counter is unsigned (no negative-index wrap-around per access): 10% less time on
-    the short rows of b-2 r-2 (0.67 -> 0.60 ms, one thread)."""
+    """y[t] = sum of row t's products with scalar loads and four accumulators, for
+    r <= t < q, whose entries lie in [lo, hi) and whose column indices are all valid; a
+    row outside [lo, hi) gives 0 and True is returned. A function of its own (not
+    inlined): LLVM schedules this loop much better alone (measured: 0.5 ms of 1.25 ms
+    saved on the b-2 r-2 attention matrix). Each row's end offset is carried over as the
+    next row's start (one load of indptr per row), and the positions are unsigned (no
+    negative-index wrap-around per access): 10% less time on the short rows of b-2 r-2
+    (0.67 -> 0.60 ms, one thread)."""
     bad = False
     s1 = np.int64(indptr[r])
     for t in range(_U(r), _U(q)):
@@ -519,263 +531,319 @@ def _scalar_rows(indptr, indices, data, x, y, r, q, lo, hi):
             bad = True
             y[t] = 0
             continue
-        y[t] = _scalar_dot(indices, data, x, _U(s0), _U(s1))
+        a = _U(s0)
+        b = _U(s1)
+        z0 = x.dtype.type(0)
+        z1 = z0
+        z2 = z0
+        z3 = z0
+        k = a
+        while k + _U(4) <= b:
+            z0 += data[k] * x[_U(indices[k])]
+            z1 += data[k + _U(1)] * x[_U(indices[k + _U(1)])]
+            z2 += data[k + _U(2)] * x[_U(indices[k + _U(2)])]
+            z3 += data[k + _U(3)] * x[_U(indices[k + _U(3)])]
+            k += _U(4)
+        while k < b:
+            z0 += data[k] * x[_U(indices[k])]
+            k += _U(1)
+        y[t] = (z0 + z1) + (z2 + z3)
     return bad
 
 
-@njit(cache=True, inline="always")
-def _umax(indices, a, b):
-    """Largest indices[k] for a <= k < b as uint64, a negative index counting as huge
-    (2**64 - 1), like the SIMD kernels' unsigned maximum. The minimum and maximum are
-    taken in the index dtype, which LLVM vectorizes with native min/max instructions
-    (a 64-bit unsigned maximum has none on AVX2)."""
-    mn = indices.dtype.type(0)
-    mx = mn
-    for k in range(_U(a), _U(b)):  # unsigned: no negative-index wrap-around to stop vectorization
-        v = indices[k]
-        mn = min(mn, v)
-        mx = max(mx, v)
-    if mn < 0:
-        return _U(0xFFFFFFFFFFFFFFFF)
-    return _U(mx)
+def float_kernel(parallel, long_rows=True, short_rows=True, scalar=True):
+    """The float kernel (``float_rows`` below) compiled for the row paths a call takes:
+    ``long_rows`` (chunks whose whole rows average at least the path's LONG_ROW entries:
+    simd_dot per row), ``short_rows`` (the other chunks: batches), ``scalar`` (short
+    batches of nearly one row length by scalar loads, where the path sets SCALAR_SHORT;
+    else two phases only). The flags are compile-time constants (closure cells, so a
+    path that is off is pruned before typing, and Numba's cache keeps one entry per
+    combination); where both row kinds are compiled the kernel chooses per chunk by its
+    ``long_row`` argument, and per batch by ``scalar_short``. ``float_rows`` and
+    ``float_rows_serial`` are the kernel with every path."""
+    key = (bool(parallel), bool(long_rows), bool(short_rows), bool(scalar and short_rows))
+    k = _FLOAT.get(key)
+    if k is None:
+        k = _make_float(*key)
+        _FLOAT[key] = k
+        # visible as a module attribute, as the other kernels are (tools/cold_start.py lists those)
+        globals()["float_" + "_".join(n for n, on in zip(("parallel", "long", "short", "scalar"), key) if on)] = k
+    return k
 
 
-@njit(cache=True)
-def _regular(indptr, r, q, spread):
-    """Whether rows r..q-1 have non-negative lengths that differ by at most ``spread``.
-    One pass with no early exit, so LLVM vectorizes it (the early-exit loop it replaces
-    cost 8% of the b-2 r-2 attention matrix's short rows)."""
-    lmin = np.int64(indptr[r + 1]) - np.int64(indptr[r])
-    lmax = lmin
-    for t in range(_U(r + 1), _U(q)):
-        nt = np.int64(indptr[t + _U(1)]) - np.int64(indptr[t])
-        lmin = min(lmin, nt)
-        lmax = max(lmax, nt)
-    return lmin >= 0 and lmax - lmin <= spread
+_FLOAT: dict = {}
 
 
-@njit(cache=True, inline="always")
-def _short_rows(indptr, indices, data, x, y, ra, rb, p, kind, scalar_short):
-    """Whole rows ra..rb-1 (validated range) in batches of whole rows of at most BATCH
-    nonzeros (a longer row alone, by simd_dot). Returns (umax, bad). Per batch:
+def _make_float(parallel, long_rows, short_rows, scalar):
+    """One function body for every path, with one call site of each SIMD intrinsic (the
+    chunk's boundary parts, its long rows and a short row longer than a batch all go
+    through the same ``simd_dot``): each site is lowered and optimized separately, and
+    Numba's inlining of helpers costs more compile time than their code."""
 
-    - with ``scalar_short``, a batch whose row lengths differ by at most
-      REGULAR_SPREAD is done row by row with scalar loads (``_scalar_dot``): the
-      batch's largest column index is found first (one vectorized pass that leaves
-      the indices in cache), and only a batch whose indices are all valid is
-      computed, so the row loop needs no clamp. Rows of (nearly) one length keep the
-      loop branches predictable.
-    - otherwise two phases: ``simd_products`` writes the batch's products to ``p``
-      (full-width gathers regardless of row length), then ``simd_sum`` sums each
-      row's run with masked loads, so rows of varying length cost no branch
-      misprediction.
-    """
-    umax = _U(0)
-    bad = False
-    nc = _U(x.size - 1)
-    r = ra
-    while r < rb:
-        lo = np.int64(indptr[r])
-        a = r
-        b = rb
-        while a < b:  # largest q in [r, rb] with indptr[q] - lo <= BATCH
-            mid = (a + b + 1) >> 1
-            if np.int64(indptr[mid]) - lo <= BATCH:
-                a = mid
-            else:
-                b = mid - 1
-        q = a
-        if q == r:  # one row longer than a batch
-            hi = np.int64(indptr[r + 1])
-            s, u = simd_dot(indices, data, x, lo, hi, kind)
-            y[r] = s
-            umax = max(umax, u)
-            r += 1
-            continue
-        hi = np.int64(indptr[q])
-        if scalar_short and _regular(indptr, r, q, REGULAR_SPREAD):
-            u = _umax(indices, lo, hi)
-            umax = max(umax, u)
-            if u <= nc:  # else the caller raises; nothing of this batch is read
-                bad = _scalar_rows(indptr, indices, data, x, y, r, q, lo, hi) or bad
-        else:
-            u = simd_products(indices, data, x, lo, hi, p, kind)
-            umax = max(umax, u)
-            for t in range(r, q):
-                s0 = np.int64(indptr[t]) - lo
-                nt = np.int64(indptr[t + 1]) - np.int64(indptr[t])
-                if s0 < 0 or nt < 0 or s0 + nt > hi - lo:
+    def float_rows(indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row,
+                   scalar_short):
+        """y[r] for the whole rows of every chunk; partial sums of the chunk's
+        boundary rows into first/last (see the module docstring). ``x`` and ``y``
+        have the accumulator dtype. Per chunk: umax_out = largest raw column
+        index read, bad_out = an inconsistent row offset was seen. ``kind`` (a
+        ``Gather``) and ``long_row`` are the kernel path's."""
+        if parallel:  # referenced, so that it is a cell: part of the cache key
+            pass
+        m = y.size
+        nc = _U(x.size - 1)
+        for c in prange(R.size - 1):
+            r0 = R[c]
+            r1 = R[c + 1]
+            e0 = E[c]
+            e1 = E[c + 1]
+            umax = _U(0)
+            bad = e0 > e1 or r0 > r1
+            first[c] = 0
+            last[c] = 0
+            # the whole rows r0+1 .. r1-1, within [lo_w, hi_w): long (simd_dot each) or short
+            ra = r0 + 1
+            rb = r1
+            lo_w = np.int64(0)
+            hi_w = np.int64(0)
+            is_long = False
+            if not bad and ra < rb:
+                lo_w = np.int64(indptr[ra])
+                hi_w = np.int64(indptr[rb])
+                if lo_w < e0 or hi_w > e1 or lo_w > hi_w:
                     bad = True
-                    y[t] = 0
-                    continue
-                y[t] = simd_sum(p, s0, nt)
-        r = q
-    return umax, bad
-
-
-@njit(cache=True, inline="always")
-def _float_chunk(c, indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row,
-                 scalar_short):
-    m = y.size
-    r0 = R[c]
-    r1 = R[c + 1]
-    e0 = E[c]
-    e1 = E[c + 1]
-    umax = np.uint64(0)
-    bad = e0 > e1 or r0 > r1
-    first[c] = 0
-    last[c] = 0
-    if not bad and r0 < m:
-        lo0 = np.int64(indptr[r0])
-        hi0 = np.int64(indptr[r0 + 1])
-        hi = min(hi0, e1)
-        if lo0 <= e0 and e0 <= hi and hi <= hi0 and (r1 > r0 or e1 <= hi0):
-            s, u = simd_dot(indices, data, x, e0, hi, kind)
-            first[c] = s
-            umax = max(umax, u)
-        else:
-            bad = True
-    ra = r0 + 1
-    rb = r1
-    if not bad and ra < rb:
-        lo = np.int64(indptr[ra])
-        hi = np.int64(indptr[rb])
-        if lo < e0 or hi > e1 or lo > hi:
-            bad = True
-        elif hi - lo >= long_row * (rb - ra):
-            for r in range(ra, rb):
-                a = np.int64(indptr[r])
-                b = np.int64(indptr[r + 1])
-                if a < lo or b > hi or a > b:
-                    bad = True
-                    y[r] = 0
-                    continue
+                elif long_rows:
+                    if short_rows:
+                        is_long = hi_w - lo_w >= long_row * (rb - ra)
+                    else:
+                        is_long = True
+            if short_rows:
+                p = np.empty(BATCH + 64 if (ra < rb and not is_long) else 0, y.dtype)
+            # the chunk's work items in order, each a range [a, b) for simd_dot and where its
+            # sum goes (0: y[t], 1: first[c], 2: last[c]), or a batch of short rows
+            t = r0
+            while not bad:
+                dest = -1
+                a = np.int64(0)
+                b = np.int64(0)
+                if t == r0:  # the first row's part [e0, ...)
+                    if r0 >= m:
+                        break
+                    lo0 = np.int64(indptr[r0])
+                    hi0 = np.int64(indptr[r0 + 1])
+                    b = hi0 if hi0 < e1 else e1
+                    if lo0 <= e0 and e0 <= b and b <= hi0 and (r1 > r0 or e1 <= hi0):
+                        a = e0
+                        dest = 1
+                    else:
+                        bad = True
+                elif t < rb:  # whole rows
+                    if long_rows:
+                        if is_long:
+                            a = np.int64(indptr[t])
+                            b = np.int64(indptr[t + 1])
+                            if a < lo_w or b > hi_w or a > b:
+                                bad = True
+                            else:
+                                dest = 0
+                    if short_rows:
+                        if not is_long:
+                            # a batch of whole rows t..q-1 of at most BATCH entries
+                            lo = np.int64(indptr[t])
+                            qa = t
+                            qb = rb
+                            while qa < qb:  # largest q in [t, rb] with indptr[q] - lo <= BATCH
+                                mid = (qa + qb + 1) >> 1
+                                if np.int64(indptr[mid]) - lo <= BATCH:
+                                    qa = mid
+                                else:
+                                    qb = mid - 1
+                            q = qa
+                            hi = np.int64(indptr[q + 1] if q == t else indptr[q])
+                            if hi < lo or hi > hi_w:  # offsets out of order: nothing read
+                                bad = True
+                            elif q == t:  # one row longer than a batch
+                                a = lo
+                                b = hi
+                                dest = 0
+                            else:
+                                done = False
+                                if scalar:
+                                    # rows of (nearly) one length by scalar loads: the batch's
+                                    # largest column index first (one vectorized pass that leaves
+                                    # the indices in cache, min and max in the index dtype), and
+                                    # only a batch whose indices are all valid is computed
+                                    regular = False
+                                    if scalar_short:
+                                        # row lengths non-negative and within REGULAR_SPREAD: one
+                                        # pass with no early exit, so LLVM vectorizes it (the
+                                        # early-exit loop it replaces cost 8% of the b-2 r-2
+                                        # attention matrix's short rows)
+                                        lmin = np.int64(indptr[t + 1]) - np.int64(indptr[t])
+                                        lmax = lmin
+                                        for ti in range(_U(t + 1), _U(q)):
+                                            ln = np.int64(indptr[ti + _U(1)]) - np.int64(indptr[ti])
+                                            lmin = ln if ln < lmin else lmin
+                                            lmax = ln if ln > lmax else lmax
+                                        regular = lmin >= 0 and lmax - lmin <= REGULAR_SPREAD
+                                    if regular:
+                                        done = True
+                                        mn = indices.dtype.type(0)
+                                        mx = mn
+                                        for k in range(_U(lo), _U(hi)):
+                                            v = indices[k]
+                                            mn = v if v < mn else mn
+                                            mx = v if v > mx else mx
+                                        u = _U(0xFFFFFFFFFFFFFFFF) if mn < 0 else _U(mx)
+                                        umax = u if u > umax else umax
+                                        if u <= nc:  # else the caller raises; nothing of this batch is read
+                                            if _scalar_rows(indptr, indices, data, x, y, t, q, lo, hi):
+                                                bad = True
+                                if not done:
+                                    # two phases: the batch's products (full-width gathers
+                                    # regardless of row length), then each row's run summed
+                                    # with masked loads (no branch for rows of varying length)
+                                    u = simd_products(indices, data, x, lo, hi, p, kind)
+                                    umax = u if u > umax else umax
+                                    for tt in range(t, q):
+                                        s0 = np.int64(indptr[tt]) - lo
+                                        nt = np.int64(indptr[tt + 1]) - np.int64(indptr[tt])
+                                        if s0 < 0 or nt < 0 or s0 + nt > hi - lo:
+                                            bad = True
+                                            y[tt] = 0
+                                            continue
+                                        y[tt] = simd_sum(p, s0, nt)
+                                t = q
+                                continue
+                    if dest < 0:
+                        bad = True  # (a row kind this kernel was not compiled for: not reached)
+                elif t == r1 and r1 < m:  # the last row's part [..., e1)
+                    a = np.int64(indptr[r1])
+                    b = e1
+                    if a <= e1 and a >= e0 and np.int64(indptr[r1 + 1]) >= e1:
+                        dest = 2
+                    else:
+                        bad = True
+                else:
+                    break
+                if bad:
+                    break
                 s, u = simd_dot(indices, data, x, a, b, kind)
-                y[r] = s
-                umax = max(umax, u)
-        else:
-            p = np.empty(BATCH + 64, y.dtype)
-            u, bd = _short_rows(indptr, indices, data, x, y, ra, rb, p, kind, scalar_short)
-            umax = max(umax, u)
-            bad = bad or bd
-    if not bad and r1 > r0 and r1 < m:
-        lo = np.int64(indptr[r1])
-        if lo <= e1 and lo >= e0 and np.int64(indptr[r1 + 1]) >= e1:
-            s, u = simd_dot(indices, data, x, lo, e1, kind)
-            last[c] = s
-            umax = max(umax, u)
-        else:
-            bad = True
-    umax_out[c] = umax
-    bad_out[c] = bad
+                umax = u if u > umax else umax
+                if dest == 0:
+                    y[t] = s
+                elif dest == 1:
+                    first[c] = s
+                else:
+                    last[c] = s
+                t += 1
+            umax_out[c] = umax
+            bad_out[c] = bad
+
+    return njit(cache=True, parallel=parallel)(float_rows)
 
 
-@njit(cache=True, parallel=True)
-def float_rows(indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row,
-               scalar_short):
-    """y[r] for the whole rows of every chunk; partial sums of the chunk's
-    boundary rows into first/last (see the module docstring). ``x`` and ``y``
-    have the accumulator dtype. Per chunk: umax_out = largest raw column
-    index read, bad_out = an inconsistent row offset was seen. ``kind`` (a
-    ``Gather``) and ``long_row`` are the kernel path's."""
-    for c in prange(R.size - 1):
-        _float_chunk(c, indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row,
-                     scalar_short)
-
-
-@njit(cache=True)
-def float_rows_serial(indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row,
-                      scalar_short):
-    """float_rows on the calling thread (small matrices: no parallel launch)."""
-    for c in range(R.size - 1):
-        _float_chunk(c, indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row,
-                     scalar_short)
+#: the float kernel with every path (the chosen paths and LONG_ROW by argument):
+#: chunks in parallel, and on the calling thread
+float_rows = float_kernel(True)
+float_rows_serial = float_kernel(False)
 
 
 # ----------------------------------------------------------------------------- integer kernel
 
-@njit(cache=True, inline="always")
-def _int_dot(indices, data, x, lo, hi, nc, check):
-    acc = np.int64(0)
-    bnd = 0.0
-    umax = np.uint64(0)
-    for k in range(lo, hi):
-        j = np.int64(indices[k])
-        if j < 0 or j > nc:
-            umax = np.uint64(0xFFFFFFFFFFFFFFFF)
-            continue
-        a = np.int64(data[k])
-        v = np.int64(x[j])
-        acc += a * v
-        if check:
-            bnd += abs(float(a)) * abs(float(v))
-        umax = max(umax, np.uint64(j))
-    return acc, bnd, umax
-
-
-@njit(cache=True, inline="always")
-def _int_chunk(c, indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, lbnd, umax_out, bad_out, check):
-    m = y.size
-    nc = np.int64(x.size) - 1
-    r0 = R[c]
-    r1 = R[c + 1]
-    e0 = E[c]
-    e1 = E[c + 1]
-    umax = np.uint64(0)
-    bad = e0 > e1 or r0 > r1
-    first[c] = 0
-    last[c] = 0
-    fbnd[c] = 0.0
-    lbnd[c] = 0.0
-    if not bad and r0 < m:
-        lo0 = np.int64(indptr[r0])
-        hi0 = np.int64(indptr[r0 + 1])
-        hi = min(hi0, e1)
-        if lo0 <= e0 and e0 <= hi and hi <= hi0 and (r1 > r0 or e1 <= hi0):
-            s, b, u = _int_dot(indices, data, x, e0, hi, nc, check)
-            first[c] = s
-            fbnd[c] = b
-            umax = max(umax, u)
-        else:
-            bad = True
-    if not bad:
-        for r in range(r0 + 1, r1):
-            a = np.int64(indptr[r])
-            b = np.int64(indptr[r + 1])
-            if a < e0 or b > e1 or a > b:
-                bad = True
-                break
-            s, bb, u = _int_dot(indices, data, x, a, b, nc, check)
-            y[r] = s
-            bnd[r] = bb
-            umax = max(umax, u)
-    if not bad and r1 > r0 and r1 < m:
-        lo = np.int64(indptr[r1])
-        if lo <= e1 and lo >= e0 and np.int64(indptr[r1 + 1]) >= e1:
-            s, b, u = _int_dot(indices, data, x, lo, e1, nc, check)
-            last[c] = s
-            lbnd[c] = b
-            umax = max(umax, u)
-        else:
-            bad = True
-    umax_out[c] = umax
-    bad_out[c] = bad
-
-
-@njit(cache=True, parallel=True)
-def int_rows(indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, lbnd, umax_out, bad_out, check):
+def int_kernel(parallel, check):
     """Integer rows: int64 sums that wrap (exact modulo 2**64) into y; with
     ``check`` also the float64 sums of |a_ij x_j| into bnd (per whole row) and
-    fbnd/lbnd (per boundary part). Same chunking and flags as float_rows."""
-    for c in prange(R.size - 1):
-        _int_chunk(c, indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, lbnd, umax_out, bad_out, check)
+    fbnd/lbnd (per boundary part). Same chunking and flags as the float kernel.
+    ``check`` is a compile-time constant (a closure cell): without it the bound
+    is not compiled."""
+    key = (bool(parallel), bool(check))
+    k = _INT.get(key)
+    if k is None:
+        k = _make_int(*key)
+        _INT[key] = k
+        globals()["int_" + "_".join(n for n, on in zip(("parallel", "check"), key) if on)] = k
+    return k
 
 
-@njit(cache=True)
-def int_rows_serial(indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, lbnd, umax_out, bad_out, check):
-    """int_rows on the calling thread."""
-    for c in range(R.size - 1):
-        _int_chunk(c, indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, lbnd, umax_out, bad_out, check)
+_INT: dict = {}
+
+
+def _make_int(parallel, check):
+    # one loop over the chunk's parts (first part, whole rows, last part): the dot is written once
+    def int_rows(indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, lbnd, umax_out, bad_out):
+        if parallel:  # referenced, so that it is a cell: part of the cache key
+            pass
+        m = y.size
+        nc = np.int64(x.size) - 1
+        for c in prange(R.size - 1):
+            r0 = R[c]
+            r1 = R[c + 1]
+            e0 = E[c]
+            e1 = E[c + 1]
+            umax = np.uint64(0)
+            bad = e0 > e1 or r0 > r1
+            first[c] = 0
+            last[c] = 0
+            if check:
+                fbnd[c] = 0.0
+                lbnd[c] = 0.0
+            t = r0
+            while not bad:
+                if t == r0:  # the first row's part [e0, ...)
+                    if r0 >= m:
+                        break
+                    lo0 = np.int64(indptr[r0])
+                    hi0 = np.int64(indptr[r0 + 1])
+                    hi = hi0 if hi0 < e1 else e1
+                    lo = e0
+                    if not (lo0 <= e0 and e0 <= hi and hi <= hi0 and (r1 > r0 or e1 <= hi0)):
+                        bad = True
+                        break
+                elif t < r1:  # whole rows
+                    lo = np.int64(indptr[t])
+                    hi = np.int64(indptr[t + 1])
+                    if lo < e0 or hi > e1 or lo > hi:
+                        bad = True
+                        break
+                elif t == r1 and r1 < m:  # the last row's part [..., e1)
+                    lo = np.int64(indptr[r1])
+                    hi = e1
+                    if not (lo <= e1 and lo >= e0 and np.int64(indptr[r1 + 1]) >= e1):
+                        bad = True
+                        break
+                else:
+                    break
+                acc = np.int64(0)
+                bd = 0.0
+                for k in range(lo, hi):
+                    j = np.int64(indices[k])
+                    if j < 0 or j > nc:
+                        umax = np.uint64(0xFFFFFFFFFFFFFFFF)
+                        continue
+                    av = np.int64(data[k])
+                    xv = np.int64(x[j])
+                    acc += av * xv
+                    if check:
+                        bd += abs(float(av)) * abs(float(xv))
+                    uj = np.uint64(j)
+                    umax = uj if uj > umax else umax
+                if t == r0:
+                    first[c] = acc
+                    if check:
+                        fbnd[c] = bd
+                elif t < r1:
+                    y[t] = acc
+                    if check:
+                        bnd[t] = bd
+                else:
+                    last[c] = acc
+                    if check:
+                        lbnd[c] = bd
+                t += 1
+            umax_out[c] = umax
+            bad_out[c] = bad
+
+    return njit(cache=True, parallel=parallel)(int_rows)
 
 
 # ----------------------------------------------------------------------------- per-call helpers
@@ -783,7 +851,8 @@ def int_rows_serial(indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, l
 @njit(cache=True)
 def flagged(umax, bad, n):
     """True when a kernel saw an inconsistent offset or read a column index >= n
-    (negative ones count as huge: umax is unsigned)."""
+    (negative ones count as huge: umax is unsigned). Several chunks only (one: the
+    caller reads the two flags)."""
     for c in range(bad.size):
         if bad[c] or umax[c] > np.uint64(n - 1):
             return True

@@ -33,7 +33,14 @@ compacted once, so every product is visited once; when that staging would
 exceed STAGING_MAX_BYTES, a counting pass sizes the rows first (two visits, no
 staging). Result: sorted column indices, duplicates summed, entries that are
 exactly zero dropped (as scipy and the golden SpGEMMs); float sums in product
-order, so the two workspaces agree bit for bit.
+order, so the two workspaces agree bit for bit. Small products (below
+SERIAL_COST: about a millisecond of work) run on the calling thread, rows
+written at their final offsets as they are finished (nothing to compact).
+
+Cold start (issue 31): every kernel is compiled for the paths the call takes
+(see the kernel modules: specialized closures, one cache entry per
+combination); small operands use serial kernels, which compile in about a
+third of the time of parallel ones.
 
 The CSR operands are read as given (int32 or int64 indices, no copy); their
 validation is fused into the kernels' passes (``_csr_input``).
@@ -133,9 +140,13 @@ def spmv(A, x, *, overflow="raise"):
         raise_invalid(indptr, indices, data, n)
 
     C = _n_chunks(nnz + K.ROW_COST * m)
-    R, E = K.partition(indptr, C, K.ROW_COST)
-    if R[0] != 0 or R[-1] != m:  # only offsets out of order leave rows outside every chunk
-        raise_invalid(indptr, indices, data, n)
+    if C == 1:  # one chunk: all rows, all entries (what partition gives; the kernels check every row)
+        R = np.array([0, m], np.int64)
+        E = np.array([0, nnz], np.int64)
+    else:
+        R, E = K.partition(indptr, C, K.ROW_COST)
+        if R[0] != 0 or R[-1] != m:  # only offsets out of order leave rows outside every chunk
+            raise_invalid(indptr, indices, data, n)
     umax = np.zeros(C, dtype=np.uint64)
     bad = np.zeros(C, dtype=np.bool_)
     if rdt.kind == "f":
@@ -158,12 +169,37 @@ def _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n):
     C = R.size - 1
     first = np.zeros(C, dtype=rdt)
     last = np.zeros(C, dtype=rdt)
-    kernel = K.float_rows if C > 1 else K.float_rows_serial
     P = _path()
+    long_rows, short_rows = _row_kinds(indptr, R, P.LONG_ROW)
+    kernel = K.float_kernel(C > 1, long_rows, short_rows, P.SCALAR_SHORT)
     kernel(indptr, indices, data, xk, y, R, E, first, last, umax, bad, P.GATHER, P.LONG_ROW, P.SCALAR_SHORT)
     _check_flags(indptr, indices, data, n, umax, bad)
-    K.combine(y, R, first, last)
+    _combine(y, R, first, last)
     return y
+
+
+def _row_kinds(indptr, R, long_row):
+    """(any chunk has long whole rows, any has short ones), as the float kernel decides per
+    chunk (whole rows r0+1 .. r1-1 averaging at least long_row entries: long): the kernel is
+    compiled for those paths only. One chunk: in Python; several: ``row_kinds``."""
+    if R.size == 2:
+        ra, rb = 1, int(R[1])
+        if ra >= rb:
+            return False, False
+        lng = int(indptr[rb]) - int(indptr[ra]) >= long_row * (rb - ra)
+        return lng, not lng
+    kinds = K.row_kinds(indptr, R, long_row)
+    return bool(kinds & 1), bool(kinds & 2)
+
+
+def _combine(y, R, first, last, kernel=None):
+    """The boundary rows' parts added in chunk order (``combine``); one chunk: row 0 is its first
+    part (added to 0, as combine does: -0.0 becomes 0.0)."""
+    if R.size == 2:
+        if R[0] < y.size:
+            y[R[0]] = y.dtype.type(0) + first[0]
+    else:
+        (kernel or K.combine)(y, R, first, last)
 
 
 def _int(indptr, indices, data, x, rdt, R, E, umax, bad, m, n, overflow):
@@ -171,19 +207,18 @@ def _int(indptr, indices, data, x, rdt, R, E, umax, bad, m, n, overflow):
     # compile for 7 dtype pairs instead of 16)
     xk = np.ascontiguousarray(x) if x.dtype == data.dtype else x.astype(np.int64)
     y = np.empty(m, dtype=np.int64)
-    bnd = np.zeros(m, dtype=np.float64)
     C = R.size - 1
+    check = overflow == "raise"
+    bnd = np.zeros(m if check else 0, dtype=np.float64)  # not written without check
     first = np.zeros(C, dtype=np.int64)
     last = np.zeros(C, dtype=np.int64)
     fb = np.zeros(C, dtype=np.float64)
     lb = np.zeros(C, dtype=np.float64)
-    check = overflow == "raise"
-    kernel = K.int_rows if C > 1 else K.int_rows_serial
-    kernel(indptr, indices, data, xk, y, bnd, R, E, first, last, fb, lb, umax, bad, check)
+    K.int_kernel(C > 1, check)(indptr, indices, data, xk, y, bnd, R, E, first, last, fb, lb, umax, bad)
     _check_flags(indptr, indices, data, n, umax, bad)
-    K.combine(y, R, first, last)
+    _combine(y, R, first, last)
     if check:
-        K.combine_bound(bnd, R, fb, lb)
+        _combine(bnd, R, fb, lb, K.combine_bound)
         info = np.iinfo(rdt)
         suspect = np.flatnonzero(bnd >= _SAFE_INT64)
         if suspect.size:
@@ -223,7 +258,9 @@ def _n_chunks(cost):
 
 
 def _check_flags(indptr, indices, data, n, umax, bad):
-    if K.flagged(umax, bad, n):
+    """A kernel saw an inconsistent offset, or read a column index >= n (a negative one counts
+    as huge: umax is unsigned); n >= 1."""
+    if (bad[0] or int(umax[0]) >= n) if bad.size == 1 else K.flagged(umax, bad, n):
         raise_invalid(indptr, indices, data, n)
 
 
@@ -235,6 +272,10 @@ DENSE_MAX_COLS = 1 << 22
 STAGING_MAX_BYTES = 1 << 30
 #: a row costs as much as this many products when balancing the tasks
 ROW_COST = 2
+#: spgemm: operands (entries + rows) and products (+ ROW_COST per row) below this are done on the
+#: calling thread (about a millisecond of work: no parallel launch, and serial kernels, which
+#: compile in a fraction of the time of parallel ones: a first call's cold start)
+SERIAL_COST = 1 << 17
 
 
 def _tasks(cost_ptr, parts):
@@ -296,9 +337,11 @@ def spmm(A, D, *, overflow="raise"):
         return like_input(np.zeros((m, k), rdt), src)
     out = np.empty(m * k, wd)
     Dw = np.ascontiguousarray(D, dtype=wd).reshape(-1)
-    tasks = _tasks(indptr, numba.get_num_threads() * 4)
+    serial = (nnz + m) * k < SERIAL_COST
+    tasks = np.array([0, m], np.int64) if serial else _tasks(indptr, numba.get_num_threads() * 4)
     bad = np.zeros(tasks.size - 1, np.bool_)
-    KM.rows(indptr, indices, np.ascontiguousarray(data, dtype=wd), Dw, k, n, out, tasks, wd.type(0), bad)
+    KM.rows_kernel(k, not serial)(indptr, indices, np.ascontiguousarray(data, dtype=wd), Dw, k, n, out, tasks,
+                                  wd.type(0), bad)
     if bad.any():
         raise_invalid(indptr, indices, data, n)
     out = out.reshape(m, k)
@@ -334,11 +377,50 @@ def _validate(indptr, indices, data, ncols, name):
     m = len(indptr) - 1
     if m == 0:
         return
-    chunks = np.linspace(0, m, min(m, numba.get_num_threads() * 4) + 1).astype(np.int64)
+    chunks = _row_chunks(m)
     bad = np.zeros(chunks.size - 1, np.bool_)
     KG.check_structure(indptr, indices, ncols, chunks, bad)
     if bad.any():
         raise_invalid(indptr, indices, data, ncols, name)
+
+
+def _row_chunks(m):
+    return np.linspace(0, m, min(m, numba.get_num_threads() * 4) + 1).astype(np.int64)
+
+
+def _structure(ap, ai, ad, bp, bi, bd, m, n, p):
+    """Both operands validated (ValueError naming A, then B) and prods[r] = the number of
+    products of row r of A B, in one pass (``_portable_spgemm.structure``). Small operands
+    (below SERIAL_COST) by numpy instead: a few passes over arrays of at most SERIAL_COST
+    entries (tens of microseconds), where a kernel of its own would cost a first call (cold
+    start) about a third of a second to compile."""
+    if ai.size + bi.size + m + n < SERIAL_COST:
+        if not _valid_small(ap, ai, n):
+            raise_invalid(ap, ai, ad, n, "A")
+        if not _valid_small(bp, bi, p):
+            raise_invalid(bp, bi, bd, p, "B")
+        cs = np.zeros(ai.size + 1, np.int64)  # cs[q] = products of A's entries before q
+        np.cumsum(np.diff(bp.astype(np.int64, copy=False))[ai], out=cs[1:])
+        return cs[ap[1:]] - cs[ap[:-1]]
+    prods = np.zeros(m, np.int64)
+    ca = _row_chunks(m) if m else np.zeros(1, np.int64)
+    cb = _row_chunks(n) if n else np.zeros(1, np.int64)
+    bad_a = np.zeros(ca.size - 1, np.bool_)
+    bad_b = np.zeros(cb.size - 1, np.bool_)
+    KG.structure(ap, ai, bp, bi, n, p, ca, cb, prods, bad_a, bad_b, max(ca.size, cb.size) - 1)
+    if bad_a.any():
+        raise_invalid(ap, ai, ad, n, "A")
+    if bad_b.any():
+        raise_invalid(bp, bi, bd, p, "B")
+    return prods
+
+
+def _valid_small(indptr, indices, ncols):
+    """Offsets non-decreasing (the ends are checked already: 0 and nnz) and column indices in
+    [0, ncols): numpy, for small operands."""
+    if indptr.size > 2 and (np.diff(indptr.astype(np.int64, copy=False)) < 0).any():
+        return False
+    return not indices.size or (indices.min() >= 0 and indices.max() < ncols)
 
 
 def _one_index_dtype(*arrays):
@@ -377,8 +459,7 @@ def spgemm(A, B, *, workspace="auto", overflow="raise"):
     if n != n2:
         raise ValueError(f"shapes {(m, n)} and {(n2, p)} do not multiply")
     ap, ai, bp, bi = _one_index_dtype(ap, ai, bp, bi)
-    _validate(ap, ai, ad, n, "A")
-    _validate(bp, bi, bd, p, "B")
+    prods = _structure(ap, ai, ad, bp, bi, bd, m, n, p)  # raises on an invalid A, then B
     dt = np.result_type(ad.dtype, bd.dtype)
     rdt = result_dtype(dt)
     wd = rdt if dt.kind == "f" else np.dtype(np.int64)
@@ -390,31 +471,43 @@ def spgemm(A, B, *, workspace="auto", overflow="raise"):
     bd = np.ascontiguousarray(bd, dtype=wd)
     mark_proto = np.zeros(0, np.int32 if m < 2**31 else np.int64)
 
-    prods = np.zeros(m, np.int64)
-    if m:
-        KG.row_products(ap, ai, bp, prods)
     pptr = np.zeros(m + 1, np.int64)
     np.cumsum(prods, out=pptr[1:])
     total = int(pptr[-1])
     idx_t = np.dtype(np.int32 if max(p, total) < 2**31 else np.int64)
-    cost = pptr + ROW_COST * np.arange(m + 1, dtype=np.int64)
-    tasks = _tasks(cost, numba.get_num_threads() * 8)
+    serial = total + ROW_COST * m < SERIAL_COST
+    if serial:
+        tasks = np.array([0, m], np.int64)
+    else:
+        cost = pptr + ROW_COST * np.arange(m + 1, dtype=np.int64)
+        tasks = _tasks(cost, numba.get_num_threads() * 8)
     counts = np.zeros(m, np.int64)
+    # the row paths this call takes (the kernels are compiled for those only): rows of at most
+    # RANK_MAX products by the coordinate list (the sparse workspace, or "auto"), the others by
+    # the bitmap or the merge sort; the bitmap's sort fallback only where B has more columns than
+    # SCAN_WORDS words of them
+    longest = int(prods.max()) if m else 0
+    small = (not dense or auto) and m > 0 and int(prods.min()) <= KG.RANK_MAX
+    big = (dense and not auto and m > 0) or longest > KG.RANK_MAX
+    sort = dense and ((p + 63) >> 6) > KG.SCAN_WORDS
 
     if total * (idx_t.itemsize + wd.itemsize) <= STAGING_MAX_BYTES:
-        # one visit of every product: rows staged at pptr, then compacted
+        # one visit of every product: rows staged at pptr, then compacted (one thread: written at
+        # their final offsets as they are finished, nothing to compact)
         si = np.empty(total, idx_t)
         sd = np.empty(total, wd)
         if total:
-            if dense:
-                KG.fill_dense(ap, ai, ad, bp, bi, bd, p, prods, tasks, pptr, si, sd, counts, True, auto)
-            else:
-                KG.fill_sparse(ap, ai, ad, bp, bi, bd, prods, tasks, pptr, si, sd, counts, True)
+            key = (dense, small, big, sort, True, not serial, serial)
+            KG.fill_kernel(*key)(ap, ai, ad, bp, bi, bd, p, prods, tasks, pptr, si, sd, counts,
+                                 *KG.fill_scratch(key, tasks.size - 1, p, longest, idx_t, wd))
         cp = np.zeros(m + 1, np.int64)
         np.cumsum(counts, out=cp[1:])
         nnz = int(cp[-1])
         if nnz == total:  # no duplicates, no zeros: the staging is the result
             ci, cd = si, sd
+        elif serial:
+            ci, cd = si[:nnz].copy(), sd[:nnz].copy()
+            del si, sd
         else:
             ci = np.empty(nnz, idx_t)
             cd = np.empty(nnz, wd)
@@ -431,10 +524,9 @@ def spgemm(A, B, *, workspace="auto", overflow="raise"):
         ci = np.empty(int(cp[-1]), idx_t)
         cd = np.empty(int(cp[-1]), wd)
         filled = np.zeros(m, np.int64)
-        if dense:
-            KG.fill_dense(ap, ai, ad, bp, bi, bd, p, prods, tasks, cp, ci, cd, filled, False, auto)
-        else:
-            KG.fill_sparse(ap, ai, ad, bp, bi, bd, prods, tasks, cp, ci, cd, filled, False)
+        key = (dense, small, big, sort, False, not serial, False)
+        KG.fill_kernel(*key)(ap, ai, ad, bp, bi, bd, p, prods, tasks, cp, ci, cd, filled,
+                             *KG.fill_scratch(key, tasks.size - 1, p, longest, idx_t, wd))
 
     if dt.kind != "f":
         cd = _spgemm_int_result(cd, ap, ai, ad, bp, bi, bd, prods, rdt, overflow)
