@@ -190,7 +190,7 @@ def test_top_p_parallel_rows_equal_sequential(dtype, monkeypatch):
     probs = np.round(rng.random((9, 500)), 2).astype(dtype)  # ties
     u = rng.random(9)
     for p in (0.0, 0.3, 0.9, 1.0):
-        seq, par = _both(monkeypatch, lambda: mmvref.top_p_sample(probs, p, u))
+        seq, par = _both(monkeypatch, lambda p=p: mmvref.top_p_sample(probs, p, u))
         _same(seq, par)
         one = [mmvref.top_p_sample(probs[r], p, float(u[r])) for r in range(9)]
         assert seq.tolist() == [int(v) for v in one]

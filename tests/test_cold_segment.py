@@ -7,7 +7,7 @@ kernel of the path its input takes, made for its reduction, args, feature blocks
   more (max with args, one column, unsorted scatter): one kernel and its body, no offset check, no
   index pass; then a second process on the same cache compiles nothing, with the same results
   (kernels of different feature blocks keep different cache entries).
-- Every feature count up to 70 (blocks of 32/16/8/4, a last block ending at F, one block of 1-3
+- Every kind of feature blocks (blocks of 32/16/8/4, a last block ending at F, one block of 1-3
   lanes), every reduction, with and without args and rows, against plain loops, bit for bit.
 - The numpy paths of the small inputs (index bounds, counting sort, flag counts, segment starts)
   against the kernels of the large ones; offsets checked inside the reductions' pass.
@@ -73,6 +73,7 @@ for DT in ("float32", "int32"):
         "scatter_unsorted": lambda: mmvref.scatter(x2, shuffled),
         "f4": lambda: mmvref.segment_csr(x2[:, :4], indptr),
         "f5": lambda: mmvref.segment_csr(x2[:, :5], indptr),
+        "segmented_scan_nd": lambda: mmvref.segmented_scan(x2, flags),
     }
     for op, call in calls.items():
         del compiled[:]
@@ -114,6 +115,7 @@ def test_first_call_compiles_one_kernel_and_a_second_process_none(tmp_path):
         "max_1d int32": _kernel("csr_reduce_int__max_w1"),
         "f4": _kernel("csr_reduce_{k}__sum_w4"),
         "f5": _kernel("csr_reduce_{k}__sum_w4_4"),
+        "segmented_scan_nd": _kernel("column_scan_{k}__seg_inclusive"),
     }
     for key, got in cold["compiled"].items():
         op, dt = key.split()
@@ -209,28 +211,45 @@ def _plain(x3, bounds, rows, op, want_arg):
     return out, arg
 
 
-@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int32, np.int64])
-def test_every_feature_count_matches_plain_loops(dt):
+# every reduction (args included) and every kind of feature blocks (W, Wt) at least once per dtype, with
+# and without rows: F = 1 and 3 (one block of 1-3 lanes), 4 and 8 (whole blocks), 5 (a last block of the
+# same width, overlapping), 13 and 20 (narrower last blocks), 40 (32 then 8), 33 (32 then 4)
+_CASES = [(1, "max", True, False), (1, "sum", False, True), (3, "prod", False, False), (3, "min", True, True),
+          (4, "mean", False, True), (5, "min", False, False), (5, "sum", False, True), (8, "max", True, True),
+          (13, "mean", False, False), (13, "max", False, True), (20, "min", True, False), (33, "sum", False, False),
+          (40, "max", True, True), (40, "prod", False, True)]
+
+
+# float64 / int64 and the sweep of every feature count compile more kernels of the same code: the native
+# stage runs them (the haswell stage skips slow tests)
+_SLOW = pytest.mark.slow
+_FEATURE_COUNTS = [(F, "sum", False, F % 2 == 0) for F in list(range(1, 18)) + [24, 31, 36, 47, 63, 65, 70]]
+
+
+@pytest.mark.parametrize("dt,cases", [(np.float32, _CASES), (np.int32, _CASES),
+                                      pytest.param(np.float64, _CASES, marks=_SLOW),
+                                      pytest.param(np.int64, _CASES, marks=_SLOW),
+                                      pytest.param(np.float32, _FEATURE_COUNTS, marks=_SLOW),
+                                      pytest.param(np.int64, _FEATURE_COUNTS, marks=_SLOW)],
+                         ids=["float32", "int32", "float64", "int64", "float32-every-F", "int64-every-F"])
+def test_every_kind_of_feature_blocks_matches_plain_loops(dt, cases):
     rng = np.random.default_rng(7)
-    for F in list(range(1, 18)) + [20, 24, 31, 33, 36, 40, 47, 63, 65, 70]:
-        B, E = (2 if F % 3 == 0 else 1), 23
+    for F, op, want_arg, with_rows in cases:
+        B, E = (2 if F % 2 == 0 else 1), 23
         x3 = rng.integers(-2, 3, (B, E, F)).astype(dt)  # exact sums and products, in any order; ties
         if x3.dtype.kind == "f":
-            x3[0, 5, F // 2] = np.nan
+            x3[0, 5, F // 2] = x3[-1, 17, F - 1] = np.nan
         bounds = np.array([0, 0, 3, 4, 11, 11, 23], np.int64)
-        for rows in (np.zeros(0, np.int64), rng.permutation(E).astype(np.int64)):
-            for op in ("sum", "mean", "min", "max", "prod"):
-                for want_arg in ((False, True) if op in ("min", "max") else (False,)):
-                    code = _nd.reduce_code(op)
-                    cdt = np.dtype(dt) if x3.dtype.kind == "f" else np.dtype(np.int64)
-                    got, garg, _, _ = _nd.reduce3(x3, bounds, rows, code, cdt, want_arg, False)
-                    want, warg = _plain(x3, bounds, rows, op, want_arg)
-                    if x3.dtype.kind == "f":
-                        np.testing.assert_array_equal(got, want, err_msg=f"{F} {op} {rows.size}")
-                    else:
-                        assert [int(v) for v in got.ravel()] == [int(v) for v in want.ravel()], (F, op)
-                    if want_arg:
-                        np.testing.assert_array_equal(garg, warg, err_msg=f"{F} {op} arg")
+        rows = rng.permutation(E).astype(np.int64) if with_rows else np.zeros(0, np.int64)
+        cdt = np.dtype(dt) if x3.dtype.kind == "f" else np.dtype(np.int64)
+        got, garg, _, _ = _nd.reduce3(x3, bounds, rows, _nd.reduce_code(op), cdt, want_arg, False)
+        want, warg = _plain(x3, bounds, rows, op, want_arg)
+        if x3.dtype.kind == "f":
+            np.testing.assert_array_equal(got, want, err_msg=f"{F} {op} {with_rows}")
+        else:
+            assert [int(v) for v in got.ravel()] == [int(v) for v in want.ravel()], (F, op, with_rows)
+        if want_arg:
+            np.testing.assert_array_equal(garg, warg, err_msg=f"{F} {op} {with_rows} arg")
 
 
 def test_integer_results_are_stored_at_their_width_with_their_range():
@@ -243,6 +262,34 @@ def test_integer_results_are_stored_at_their_width_with_their_range():
     assert w.dtype == np.int32 and w.tolist() == [[-2**31, -9], [5, 3]]
     m = mmvref.segment_csr(np.array([[-7, 7], [2, -2], [0, 0]] * 3, np.int32), [0, 2, 9], reduce="mean")
     assert m.tolist() == [[-3, 2], [-2, 1]]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.int32])
+def test_column_scans_match_cumsum(dt):
+    """The N-d scans (one kernel per segmented / exclusive / checked): position order, restarting at
+    the flags; exclusive: the sum before each position."""
+    rng = np.random.default_rng(8)
+    for shape, axis in [((40, 3), 0), ((3, 30, 20), 1)]:
+        x = (rng.standard_normal(shape) * 8).astype(dt) if dt == np.float32 else rng.integers(-9, 9, shape).astype(dt)
+        E = shape[axis]
+        flags = (rng.random(E) < 0.2).astype(np.uint8)
+        starts = np.flatnonzero(flags[1:]) + 1
+        for exclusive in (False, True):
+            for seg in (False, True):
+                got = (mmvref.segmented_scan(x, flags, axis=axis, exclusive=exclusive) if seg
+                       else mmvref.scan(x, axis=axis, exclusive=exclusive))
+                want = np.zeros_like(got)
+                for lo, hi in zip(np.r_[0, starts] if seg else [0], np.r_[starts, E] if seg else [E]):
+                    part = np.take(x, np.arange(lo, hi), axis=axis).astype(got.dtype)
+                    c = np.cumsum(part, axis=axis, dtype=got.dtype)
+                    if exclusive:
+                        c = c - part if dt != np.float32 else np.concatenate(
+                            [np.zeros_like(np.take(c, [0], axis=axis)), np.take(c, np.arange(hi - lo - 1), axis=axis)],
+                            axis=axis)
+                    idx = [slice(None)] * x.ndim
+                    idx[axis] = slice(lo, hi)
+                    want[tuple(idx)] = c
+                np.testing.assert_array_equal(got, want, err_msg=f"{shape} {exclusive} {seg}")
 
 
 # ----------------------------------------------------------------------------- small inputs: numpy paths
@@ -321,14 +368,14 @@ def test_scatter_and_coo_small_and_large_paths_agree(monkeypatch, dt):
 # ----------------------------------------------------------------------------- offsets checked in the pass
 
 
-@pytest.mark.parametrize("dt", [np.float32, np.int32, np.int64])
-@pytest.mark.parametrize("shape", [(6, 3), (2, 6, 8), (6,), (6, 0), (0, 6, 2)])
+@pytest.mark.parametrize("dt", [np.float32, np.int32])
+@pytest.mark.parametrize("shape", [(6, 3), (6,), (6, 0), (0, 6, 2)])
 def test_decreasing_offsets_raise_from_the_reduction(dt, shape):
     axis = 1 if len(shape) == 3 else 0
     x = np.ones(shape, dt)
     E = shape[axis]
     ip = np.array([0, 4, 2, E], np.int64)
-    for reduce in ("sum", "max", "prod"):
+    for reduce in ("sum", "max"):
         with pytest.raises(ValueError, match=r"indptr must be non-decreasing; indptr\[1\] = 4 > indptr\[2\] = 2"):
             mmvref.segment_csr(x, ip, axis=axis, reduce=reduce)
     with pytest.raises(ValueError, match="non-decreasing"):

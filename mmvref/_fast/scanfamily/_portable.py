@@ -21,20 +21,20 @@ parallel passes cut the input into chunks: per-chunk histograms, one
 exclusive scan over (digit, chunk), per-chunk stable scatters.
 
 Cold start: a first call with an empty Numba cache compiles every kernel it
-reaches, so the paths of small inputs (and of 2-D inputs, and of top-p) are
-each one or two dispatchers, made by factories (``_variant``) whose constants
-select code at compile time: keys of floats or of integers, values emitted or
-not, chunks in parallel or in turn, top-p's draw or not. Each variant is a
-closure with its own Numba cache entry (the cache keys an entry by the
-closure's cell values), and a call compiles only its own; one chunk (small
-inputs, one thread) takes the sequential variants, which compile several times
-faster than ``parallel=True`` kernels. Their helpers are written out in the
-body rather than called as ``inline="always"`` functions: Numba inlines those
-by deep-copying the callee's IR at every call site, which costs more to
-compile than the code itself. Integer kernels of one width serve every caller
-that moves words of that width (the order keys of keys are themselves: ``_key``
-of an integer with S = D = 0), so ``argsort`` and ``topk``'s final sort share
-one specialization.
+reaches, so the path of a small input (and of 2-D inputs, and of top-p) is one
+dispatcher, made by a factory (``_variant``) whose constants select code at
+compile time: keys of floats or of integers, values emitted or not, chunks in
+parallel or in turn, a sort, top-k or top-p. Each variant is a closure with its
+own Numba cache entry (the cache keys an entry by the closure's cell values),
+and a call compiles only its own; one chunk (small inputs, one thread) takes
+the sequential variants, which compile several times faster than
+``parallel=True`` kernels. Their helpers are written out in the body rather
+than called as ``inline="always"`` functions: Numba inlines those by
+deep-copying the callee's IR at every call site, which costs more to compile
+than the code itself. Kernels move words, so values of one width share them
+(split, compress); an integer kernel of one width also sorts keys (the order
+key of a word with S = D = 0 is the word), so a long input's top-k sorts its
+selected keys with ``argsort``'s integer kernel.
 """
 from __future__ import annotations
 
@@ -150,184 +150,194 @@ def _make_rows(ISF, VMODE, PAR, TOPK, TOPP):
     FLT = VMODE == 3
 
     @njit(cache=True, parallel=PAR)
-    def rows(v, S, F, INF, D, X, k, starts, ka, kb, ti, hist, passes, out_i, out_v, sel_i, probs, p, u, kept, out):
+    def rows(v, S, F, INF, D, X, k, ka, kb, ti, hist, passes, out_i, out_v, sel_i, probs, p, u, kept, out):
         """Each row r of the 2-D words v stably sorted by its keys (``_key`` of kind ISF;
-        integers with S = D = 0: the words themselves), sequentially: keys, every byte's
-        histogram in one pass, then an LSB pass per byte that is not constant over the row
-        (one pass on the top byte if all are). Positions to out_i[r], values to out_v[r]
-        (VMODE, ``_value``: 0 none, 1 integers, 3 floats).
+        integers with S = D = 0: the words themselves): keys, every byte's histogram in one
+        pass, then an LSB pass per byte that is not constant over the row (one pass on the top
+        byte if all are). Positions to out_i[r], values to out_v[r] (VMODE, ``_value``: 0
+        none, 1 integers, 3 floats).
 
         TOPK (top-k): only the k (>= 1) smallest keys are sorted, chosen first by
         ``select_seq``'s MSB-first radix select (ties: the lower position is kept at the
-        cut), their positions in sel_i[c]. TOPP (top-p): the positions to out_i[c], then the
-        draw (``top_p_sample``) from probs[r], p and u[r] into out[r] (kept[c]: its float64
-        row buffer). The rows of chunk c (starts) are one task (in parallel: PAR) with the
-        buffers ka[c], kb[c] (keys), ti[c] (int64) of a row's size, hist[c] (2 * nb,
-        RADIX), passes[c] (nb,)."""
+        cut). TOPP (top-p): the positions to a row buffer, then the draw (``top_p_sample``)
+        from probs[r], p and u[r] into out[r]. Rows in parallel (PAR), each a task with
+        buffers of its own, or in turn in the buffers ka, kb (keys), ti (int64) of a row's
+        size, hist (2 * nb, RADIX), passes (nb,), TOPK: sel_i (k,), TOPP: out_i (int64) and
+        kept (float64) of a row's size."""
         PAR  # noqa: B018 (a closure cell: the cache keeps one entry per variant)
-        n = v.shape[1]
-        nb = v.itemsize
-        for c in prange(starts.size - 1):
-            kc = ka[c]
-            hc = hist[c]
-            pc = passes[c]
-            for r in range(starts[c], starts[c + 1]):
-                vr = v[r]
-                oi = out_i[c] if TOPP else out_i[r]
-                # keys (branch-free, so the loop vectorises: ``_key``)
-                for i in range(n):
-                    kk = np.uint64(vr[i])
-                    if ISF:
-                        a = kk & (F ^ S)
-                        neg = np.uint64((kk & S) != np.uint64(0))
-                        kk = kk ^ (S | ((np.uint64(0) - neg) & F))
-                        kk = S if a == np.uint64(0) else kk
-                        kk = F if a > INF else kk
-                    else:
-                        kk = kk ^ S
-                    kc[i] = kk ^ D
-                m = n  # the keys to sort: ks[:m]
-                ks = kc
-                kn = kb[c]
-                if TOPK:  # select the k smallest into kb[c][:k] (positions si), then sort those
-                    ci = ti[c]
-                    si = sel_i[c]
-                    h = hc[0]
-                    need = k
-                    b = nb - 1
-                    ns = 0
-                    implicit = True  # positions 0..m-1 until the first compaction
-                    while b >= 0 and 0 < need < m:
-                        sh = np.uint64(8 * b)
-                        for d in range(RADIX):
-                            h[d] = 0
-                        for i in range(m):
-                            h[(np.uint64(kc[i]) >> sh) & _M8] += 1
-                        cum = 0
-                        d = 0
-                        while cum + h[d] < need:
-                            cum += h[d]
-                            d += 1
-                        b -= 1
-                        if h[d] == m:
-                            continue
-                        j = 0  # candidates compacted in place: write position j <= read position i
-                        ud = np.uint64(d)
-                        for i in range(m):
-                            kk = kc[i]
-                            dd = (np.uint64(kk) >> sh) & _M8
-                            pos = i if implicit else ci[i]
-                            if dd < ud:
-                                kn[ns] = kk
-                                si[ns] = pos
-                                ns += 1
-                            elif dd == ud:
-                                kc[j] = kk
-                                ci[j] = pos
-                                j += 1
-                        implicit = False
-                        m = h[d]
-                        need -= cum
-                    # every candidate left has the same key (or all of them are wanted): the first ``need``
-                    for i in range(need):
-                        kn[ns] = kc[i]
-                        si[ns] = i if implicit else ci[i]
-                        ns += 1
-                    m = k
-                    ks = kn
-                    kn = kc
-                # every byte's histogram: hc[b] and hc[nb + b], two interleaved counter sets
-                # (runs of equal bytes do not serialise on one counter), then added up
-                for b in range(2 * nb):
+        for r in prange(v.shape[0]):
+            n = v.shape[1]
+            nb = v.itemsize
+            if PAR:  # the row's own buffers
+                kc = np.empty(n, v.dtype)
+                kn = np.empty(n, v.dtype)
+                tc = np.empty(n, np.int64)
+                hc = np.empty((2 * nb, RADIX), np.int64)
+                pc = np.empty(nb, np.intp)
+            else:
+                kc = ka
+                kn = kb
+                tc = ti
+                hc = hist
+                pc = passes
+            if TOPP:
+                oi = np.empty(n, np.int64) if PAR else out_i
+            else:
+                oi = out_i[r]
+            vr = v[r]
+            # keys (branch-free, so the loop vectorises: ``_key``)
+            for i in range(n):
+                kk = np.uint64(vr[i])
+                if ISF:
+                    a = kk & (F ^ S)
+                    neg = np.uint64((kk & S) != np.uint64(0))
+                    kk = kk ^ (S | ((np.uint64(0) - neg) & F))
+                    kk = S if a == np.uint64(0) else kk
+                    kk = F if a > INF else kk
+                else:
+                    kk = kk ^ S
+                kc[i] = kk ^ D
+            m = n  # the keys to sort: ks[:m]
+            ks = kc
+            if TOPK:  # select the k smallest into kn[:k] (positions si), then sort those
+                ci = tc
+                si = np.empty(k, np.int64) if PAR else sel_i
+                h = hc[0]
+                need = k
+                b = nb - 1
+                ns = 0
+                implicit = True  # positions 0..m-1 until the first compaction
+                while b >= 0 and 0 < need < m:
+                    sh = np.uint64(8 * b)
                     for d in range(RADIX):
-                        hc[b, d] = 0
-                for i in range(0, m - 1, 2):
-                    k0 = np.uint64(ks[i])
-                    k1 = np.uint64(ks[i + 1])
-                    for b in range(nb):
-                        sh = np.uint64(8 * b)
-                        hc[b, (k0 >> sh) & _M8] += 1
-                        hc[nb + b, (k1 >> sh) & _M8] += 1
-                if m % 2:
-                    k0 = np.uint64(ks[m - 1])
-                    for b in range(nb):
-                        hc[b, (k0 >> np.uint64(8 * b)) & _M8] += 1
-                # the passes (bytes not constant over the keys; the top one if all are), their
-                # histograms turned into offsets
-                P = 0
-                for b in range(nb):
-                    trivial = False
-                    for d in range(RADIX):
-                        hc[b, d] += hc[nb + b, d]
-                        if hc[b, d] == m:
-                            trivial = True
-                    if not trivial or (b == nb - 1 and P == 0):
-                        pc[P] = b
-                        P += 1
-                        t = 0
-                        for d in range(RADIX):
-                            cnt = hc[b, d]
-                            hc[b, d] = t
-                            t += cnt
-                # position buffers: pass q < P-1 writes ib; pass P-2 must write ti (the last
-                # pass reads it while writing oi), so pass 0 writes ti when P is even
-                ia = ti[c]
-                ib = oi
-                if P % 2 == 0:
-                    ib = ti[c]
-                    ia = oi
-                for q in range(P):
-                    o = hc[pc[q]]
-                    sh = np.uint64(8 * pc[q])
-                    last = q == P - 1
+                        h[d] = 0
                     for i in range(m):
-                        kk = ks[i]
-                        d = (np.uint64(kk) >> sh) & _M8
-                        j = np.uint64(o[d])
-                        o[d] = j + 1
-                        src = i if q == 0 else ia[i]
-                        if last:
-                            if TOPK:
-                                src = si[src]
-                            oi[j] = src
-                            if VALS:  # the value of the key (``_value``)
-                                kk = np.uint64(kk) ^ X
-                                if FLT:
-                                    if kk == F or kk == S:
-                                        kk = np.uint64(vr[src])
-                                    else:
-                                        kk = kk ^ (S if (kk & S) != np.uint64(0) else F)
-                                out_v[r, j] = kk
-                        else:
-                            kn[j] = kk
-                            ib[j] = src
-                    ks, kn = kn, ks
-                    ia, ib = ib, ia
-                if TOPP:  # q in float64 in sorted order, kept where the exclusive sum e <= p
-                    pr = probs[r]
-                    kp = kept[c]
-                    e = 0.0
-                    total = 0.0
-                    for j in range(n):
-                        q = np.float64(pr[oi[j]])
-                        kq = q if e <= p else 0.0
-                        kp[j] = kq
-                        total += kq
-                        e += q
-                    t = u[r] * total
-                    jj = -1  # the smallest j whose inclusive sum of kept q exceeds t
-                    cs = 0.0
-                    for j in range(n):
-                        cs += kp[j]
-                        if cs > t:
+                        h[(np.uint64(kc[i]) >> sh) & _M8] += 1
+                    cum = 0
+                    d = 0
+                    while cum + h[d] < need:
+                        cum += h[d]
+                        d += 1
+                    b -= 1
+                    if h[d] == m:
+                        continue
+                    j = 0  # candidates compacted in place: write position j <= read position i
+                    ud = np.uint64(d)
+                    for i in range(m):
+                        kk = kc[i]
+                        dd = (np.uint64(kk) >> sh) & _M8
+                        pos = i if implicit else ci[i]
+                        if dd < ud:
+                            kn[ns] = kk
+                            si[ns] = pos
+                            ns += 1
+                        elif dd == ud:
+                            kc[j] = kk
+                            ci[j] = pos
+                            j += 1
+                    implicit = False
+                    m = h[d]
+                    need -= cum
+                # every candidate left has the same key (or all of them are wanted): the first ``need``
+                for i in range(need):
+                    kn[ns] = kc[i]
+                    si[ns] = i if implicit else ci[i]
+                    ns += 1
+                m = k
+                ks = kn
+                kn = kc
+            # every byte's histogram: hc[b] and hc[nb + b], two interleaved counter sets
+            # (runs of equal bytes do not serialise on one counter), then added up
+            for b in range(2 * nb):
+                for d in range(RADIX):
+                    hc[b, d] = 0
+            for i in range(0, m - 1, 2):
+                k0 = np.uint64(ks[i])
+                k1 = np.uint64(ks[i + 1])
+                for b in range(nb):
+                    sh = np.uint64(8 * b)
+                    hc[b, (k0 >> sh) & _M8] += 1
+                    hc[nb + b, (k1 >> sh) & _M8] += 1
+            if m % 2:
+                k0 = np.uint64(ks[m - 1])
+                for b in range(nb):
+                    hc[b, (k0 >> np.uint64(8 * b)) & _M8] += 1
+            # the passes (bytes not constant over the keys; the top one if all are), their
+            # histograms turned into offsets
+            P = 0
+            for b in range(nb):
+                trivial = False
+                for d in range(RADIX):
+                    hc[b, d] += hc[nb + b, d]
+                    if hc[b, d] == m:
+                        trivial = True
+                if not trivial or (b == nb - 1 and P == 0):
+                    pc[P] = b
+                    P += 1
+                    t = 0
+                    for d in range(RADIX):
+                        cnt = hc[b, d]
+                        hc[b, d] = t
+                        t += cnt
+            # position buffers: pass q < P-1 writes ib; pass P-2 must write ti (the last
+            # pass reads it while writing oi), so pass 0 writes ti when P is even
+            ia = tc
+            ib = oi
+            if P % 2 == 0:
+                ib = tc
+                ia = oi
+            for q in range(P):
+                o = hc[pc[q]]
+                sh = np.uint64(8 * pc[q])
+                last = q == P - 1
+                for i in range(m):
+                    kk = ks[i]
+                    d = (np.uint64(kk) >> sh) & _M8
+                    j = np.uint64(o[d])
+                    o[d] = j + 1
+                    src = i if q == 0 else ia[i]
+                    if last:
+                        if TOPK:
+                            src = si[src]
+                        oi[j] = src
+                        if VALS:  # the value of the key (``_value``)
+                            kk = np.uint64(kk) ^ X
+                            if FLT:
+                                if kk == F or kk == S:
+                                    kk = np.uint64(vr[src])
+                                else:
+                                    kk = kk ^ (S if (kk & S) != np.uint64(0) else F)
+                            out_v[r, j] = kk
+                    else:
+                        kn[j] = kk
+                        ib[j] = src
+                ks, kn = kn, ks
+                ia, ib = ib, ia
+            if TOPP:  # q in float64 in sorted order, kept where the exclusive sum e <= p
+                pr = probs[r]
+                kp = np.empty(n, np.float64) if PAR else kept
+                e = 0.0
+                total = 0.0
+                for j in range(n):
+                    q = np.float64(pr[oi[j]])
+                    kq = q if e <= p else 0.0
+                    kp[j] = kq
+                    total += kq
+                    e += q
+                t = u[r] * total
+                jj = -1  # the smallest j whose inclusive sum of kept q exceeds t
+                cs = 0.0
+                for j in range(n):
+                    cs += kp[j]
+                    if cs > t:
+                        jj = j
+                        break
+                if jj < 0:  # none (u within an ulp of 1): the last kept q > 0
+                    for j in range(n - 1, -1, -1):
+                        if kp[j] > 0:
                             jj = j
                             break
-                    if jj < 0:  # none (u within an ulp of 1): the last kept q > 0
-                        for j in range(n - 1, -1, -1):
-                            if kp[j] > 0:
-                                jj = j
-                                break
-                    out[r] = oi[jj]
+                out[r] = oi[jj]
     return rows
 
 
@@ -340,44 +350,54 @@ def rows(isf, vmode, par, topk=False, topp=False):
 
 # ----------------------------------------------------------------------------- parallel 1-D sort
 
+@njit(cache=True)
+def _hist_all(ks, hist):
+    """hist[b, d] += keys of ks whose byte b is d (two interleaved counter sets,
+    so runs of equal bytes do not serialise on one counter). A function of its own:
+    inside a parallel loop's body the same loops compile to code half as fast."""
+    nb = ks.itemsize
+    h2 = np.zeros((nb, RADIX), np.int64)
+    m2 = ks.size // 2 * 2
+    for i in range(0, m2, 2):
+        k0 = np.uint64(ks[i])
+        k1 = np.uint64(ks[i + 1])
+        for b in range(nb):
+            sh = np.uint64(8 * b)
+            hist[b, (k0 >> sh) & _M8] += 1
+            h2[b, (k1 >> sh) & _M8] += 1
+    if m2 < ks.size:
+        k0 = np.uint64(ks[m2])
+        for b in range(nb):
+            hist[b, (k0 >> np.uint64(8 * b)) & _M8] += 1
+    for b in range(nb):
+        for d in range(RADIX):
+            hist[b, d] += h2[b, d]
+
+
 def _make_keys_hist(ISF):
     @njit(cache=True, parallel=True)
     def keys_hist(v, S, F, INF, D, starts, keys, hist):
-        """keys[i] = the key of the word v[i] (``_key`` of kind ISF), and hist[c, b, d] +
-        hist[c, nb + b, d] = the keys of chunk c (starts) whose byte b is d (two interleaved
-        counter sets, so runs of equal bytes do not serialise on one counter): every byte's
-        histogram in the same pass, in blocks of 2048 keys (computed vectorised, then counted
-        while they are in L1)."""
-        nb = v.itemsize
+        """keys[i] = the key of the word v[i] (``_key`` of kind ISF), and hist[c, b, d] = the
+        keys of chunk c (starts) whose byte b is d: every byte's histogram of a chunk right
+        after its keys. (Loops from 0 over the chunk's slices: signed indices from the chunk
+        start would each need a negative-index fixup, and the keys would not vectorise.)"""
         for c in prange(starts.size - 1):
-            hc = hist[c]
-            for b in range(2 * nb):
-                for d in range(RADIX):
-                    hc[b, d] = 0
-            for lo in range(starts[c], starts[c + 1], 2048):
-                hi = min(lo + 2048, starts[c + 1])
-                for i in range(lo, hi):
-                    kk = np.uint64(v[i])
-                    if ISF:
-                        a = kk & (F ^ S)
-                        neg = np.uint64((kk & S) != np.uint64(0))
-                        kk = kk ^ (S | ((np.uint64(0) - neg) & F))
-                        kk = S if a == np.uint64(0) else kk
-                        kk = F if a > INF else kk
-                    else:
-                        kk = kk ^ S
-                    keys[i] = kk ^ D
-                for i in range(lo, hi - 1, 2):
-                    k0 = np.uint64(keys[i])
-                    k1 = np.uint64(keys[i + 1])
-                    for b in range(nb):
-                        sh = np.uint64(8 * b)
-                        hc[b, (k0 >> sh) & _M8] += 1
-                        hc[nb + b, (k1 >> sh) & _M8] += 1
-                if (hi - lo) % 2:
-                    k0 = np.uint64(keys[hi - 1])
-                    for b in range(nb):
-                        hc[b, (k0 >> np.uint64(8 * b)) & _M8] += 1
+            vs = v[starts[c]:starts[c + 1]]
+            ks = keys[starts[c]:starts[c + 1]]
+            for i in range(vs.size):
+                kk = np.uint64(vs[i])
+                if ISF:
+                    a = kk & (F ^ S)
+                    neg = np.uint64((kk & S) != np.uint64(0))
+                    kk = kk ^ (S | ((np.uint64(0) - neg) & F))
+                    kk = S if a == np.uint64(0) else kk
+                    kk = F if a > INF else kk
+                else:
+                    kk = kk ^ S
+                ks[i] = kk ^ D
+            h = np.zeros((v.itemsize, RADIX), np.int64)
+            _hist_all(ks, h)
+            hist[c] = h
     return keys_hist
 
 
@@ -449,16 +469,6 @@ def hist_byte(keys, starts, shift, hist):
             h0[(np.uint64(ks[i]) >> sh) & _M8] += 1
         for d in range(RADIX):
             hist[c, d] = h0[d] + h1[d] + h2[d] + h3[d]
-
-
-@njit(cache=True, parallel=True)
-def identity_emit(keys, iout, vmode, X, v, vout):
-    """No pass needed (every byte constant): positions 0..n-1, values per ``vmode``."""
-    S, F = _sf(v)
-    for i in prange(keys.size):
-        iout[i] = i
-        if vmode != 0:
-            vout[i] = _value(vmode, keys[i], X, v, i, S, F)
 
 
 @njit(cache=True, parallel=True)

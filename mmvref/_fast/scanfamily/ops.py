@@ -138,16 +138,13 @@ def _psort(b, kp, vmode, X):
     nb = b.itemsize
     isf, S, F, INF, D = kp
     keys = np.empty_like(b)
-    h2 = np.empty((C, 2 * nb, K.RADIX), np.int64)
-    K.keys_hist(isf)(b, S, F, INF, D, starts, keys, h2)
-    hist = h2[:, :nb] + h2[:, nb:]
+    hist = np.empty((C, nb, K.RADIX), np.int64)
+    K.keys_hist(isf)(b, S, F, INF, D, starts, keys, hist)
     tot = hist.sum(axis=0)
-    passes = [j for j in range(nb) if tot[j].max() < n]
+    # the bytes not constant over the keys (the top one if all are: one pass keeps the order)
+    passes = [j for j in range(nb) if tot[j].max() < n] or [nb - 1]
     out_i = np.empty(n, np.int64)
     out_v = np.empty(n if vmode else 0, b.dtype)
-    if not passes:
-        K.identity_emit(keys, out_i, vmode, X, b, out_v)
-        return out_v, out_i
     itype = np.int32 if n < 2**31 else np.int64
     P = len(passes)
     kb = [keys, np.empty_like(keys) if P > 1 else keys[:0]]
@@ -156,11 +153,11 @@ def _psort(b, kp, vmode, X):
     cur_i = np.empty(0, itype)
     kernel = K.scatter(vmode)
     for j, byte in enumerate(passes):
+        last = j == P - 1
+        nk, ni = kb[(j + 1) % 2], ib[j % 2]
         # offs[c, d] = all keys of smaller digits + keys of digit d in earlier chunks
         flat = h.T.reshape(-1)
         offs = np.ascontiguousarray((np.cumsum(flat) - flat).reshape(K.RADIX, C).T)
-        last = j == P - 1
-        nk, ni = kb[(j + 1) % 2], ib[j % 2]
         kernel(kb[j % 2], cur_i, j == 0, last, starts, 8 * byte, offs, nk, ni, out_i, S, F, X, b, out_v)
         if not last:
             K.hist_byte(nk, starts, 8 * passes[j + 1], h)
@@ -168,13 +165,10 @@ def _psort(b, kp, vmode, X):
     return out_v, out_i
 
 
-def _row_chunks(rows, n):
-    """(row chunk starts, parallel?) of a row kernel: chunks of rows in parallel when there
-    are several rows, threads and at least PAR_MIN elements, else one chunk in turn."""
-    T = numba.get_num_threads()
-    par = rows > 1 and T > 1 and rows * n >= PAR_MIN
-    C = min(rows, T * CHUNKS_PER_THREAD) if par else 1
-    return np.linspace(0, rows, C + 1).astype(np.int64), par
+def _row_par(rows, n):
+    """Whether a row kernel runs its rows in parallel: several rows, threads and at least
+    PAR_MIN elements."""
+    return rows > 1 and numba.get_num_threads() > 1 and rows * n >= PAR_MIN
 
 
 def _ident(itemsize):
@@ -187,24 +181,27 @@ def _ident(itemsize):
 def _sort_rows(b, kp, vmode, X, k=None, topp=None):
     """Each row of the 2-D words b stably sorted by its keys: (values per vmode, positions
     int64), by ``_portable.rows``; ``k``: only the k (>= 1) smallest keys of each row (top-k);
-    ``topp`` = (probs rows, p, u, out): top-p's draw instead (returns nothing)."""
+    ``topp`` = (probs rows, p, u, out): top-p's draw instead (returns nothing). Rows in
+    parallel (buffers allocated per row there), or in turn in one set of buffers."""
     R, n = b.shape
     nb = b.itemsize
-    starts, par = _row_chunks(R, n)
-    C = starts.size - 1
+    par = _row_par(R, n)
     isf, S, F, INF, D = kp
     m = n if k is None else k
-    out_i = np.empty((R if topp is None else C, m), np.int64)
     out_v = np.empty((R, m), b.dtype) if vmode else None
-    sel_i = None if k is None else np.empty((C, k), np.int64)
-    probs = p = u = kept = out = None
+    out_i = np.empty((R, m), np.int64) if topp is None else None
+    ka = kb = ti = hist = passes = sel_i = kept = None
+    if not par:
+        ka, kb, ti = np.empty(n, b.dtype), np.empty(n, b.dtype), np.empty(n, np.int64)
+        hist, passes = np.empty((2 * nb, K.RADIX), np.int64), np.empty(nb, np.intp)
+        sel_i = None if k is None else np.empty(k, np.int64)
+    probs = p = u = out = None
     if topp is not None:
         probs, p, u, out = topp
-        kept = np.empty((C, n), np.float64)
+        if not par:
+            out_i, kept = np.empty(n, np.int64), np.empty(n, np.float64)
     K.rows(isf, vmode, par, k is not None, topp is not None)(
-        b, S, F, INF, D, X, m, starts, np.empty((C, n), b.dtype), np.empty((C, n), b.dtype),
-        np.empty((C, n), np.int64), np.empty((C, 2 * nb, K.RADIX), np.int64), np.empty((C, nb), np.intp), out_i,
-        out_v, sel_i, probs, p, u, kept, out)
+        b, S, F, INF, D, X, m, ka, kb, ti, hist, passes, out_i, out_v, sel_i, probs, p, u, kept, out)
     return out_v, out_i
 
 

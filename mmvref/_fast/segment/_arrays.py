@@ -250,14 +250,16 @@ def nd_scan(src, x, flags, axis, exclusive, dtype, overflow, out, op_name):
     res = np.empty((B, E, F), cdt) if buf is None else buf.reshape(B, E, F)
     lo_hi = None
     if res.size:
+        assert res.flags.c_contiguous  # a new array, or ``out_buffer``'s: written through its flat view
+        of = res.reshape(-1)
         if cdt.kind == "f":
-            R.column_scan_float(x3.astype(cdt, copy=False), f, seg, exclusive, res)
+            R.column_scan_float(seg, exclusive)(x3.astype(cdt, copy=False).reshape(-1), B, E, F, f, of)
         else:
             nfb = -(-F // (16 if F >= 16 else F))
             ranges = np.empty((B * nfb, 2), np.int64)
             wrapped = np.zeros(B * nfb, np.bool_)
             check = overflow == "raise" and x.dtype == np.int64 and _int_check(x, R.SUM, overflow)
-            R.column_scan_int(x3, f, seg, exclusive, res, check, ranges, wrapped)
+            R.column_scan_int(seg, exclusive, check)(x3.reshape(-1), B, E, F, f, of, ranges, wrapped)
             fl = f if seg else np.zeros(E, np.uint8)
             if wrapped.any() and not _exact_fits(x3, flags=fl, exclusive=exclusive):
                 raise overflow_error(op_name, np.dtype(np.int64))

@@ -261,10 +261,9 @@ def _column_float_body(op):
 def _column_float_kernel(body):
     def csr_reduce_column_float(x, E, bounds, t_b, t_lo, t_hi, out, bad):
         """``csr_reduce_float`` for one column read in order, without args (x: [B, E] and out: [B, N],
-        flat):
-        each segment in vector steps of ROW_W positions (``vrow``; lanes combined as a tree, so a
-        sum is reassociated, within its error model). The last segments of x, whose steps would
-        read past its end, take a scalar loop (positions in order). Offsets: see the module."""
+        flat): each segment in vector steps of ROW_W positions (``vrow``; lanes combined as a tree,
+        so a sum is reassociated, within its error model). The last segments of x, whose steps
+        would read past its end, take a scalar loop (positions in order). Offsets: see the module."""
         for t in prange(t_b.size):
             body(np.int64(t), x, E, bounds, t_b, t_lo, t_hi, out, bad)
     return csr_reduce_column_float
@@ -734,40 +733,50 @@ def coo_bounds_chunks(index, n, bounds, stats):
         stats[c, 2] = d
 
 
-@njit(cache=True, parallel=True)
-def column_scan_float(x, flags, seg, exclusive, out):
-    """Scans along the middle axis of x [B, E, F] for every (batch, feature), restarting where
-    flags[e] is set when ``seg``; a task is one batch and a block of up to 16 features, summed
-    in position order in out's dtype."""
-    B, E, F = x.shape
+@njit(cache=True, inline="always")
+def _scan_task(w, F):
+    """(batch, first feature, end feature) of column-scan task w: one batch, a block of up to 16
+    features."""
     FB = 16 if F >= 16 else F
     nfb = (F + FB - 1) // FB
-    for w in prange(B * nfb):
-        b = w // nfb
-        k0 = (w - b * nfb) * FB
-        k1 = min(F, k0 + FB)
+    b = w // nfb
+    k0 = (w - b * nfb) * FB
+    return b, k0, min(F, k0 + FB)
+
+
+def _scan_float_body(seg, exclusive):
+    def body(w, x, E, F, flags, out):
+        """Task w of ``column_scan_float``."""
+        b, k0, k1 = _scan_task(w, F)
         acc = np.zeros(k1 - k0, out.dtype)
         for e in range(E):
             if seg and e > 0 and flags[e] != 0:
                 acc[:] = 0
+            i = (b * E + e) * F
+            xr = x[i + k0:i + k1]  # slices: their index k is known non-negative (the loop vectorizes)
+            orow = out[i + k0:i + k1]
             for k in range(k1 - k0):
-                s = acc[k] + x[b, e, k0 + k]
-                out[b, e, k0 + k] = acc[k] if exclusive else s
+                s = acc[k] + xr[k]
+                orow[k] = acc[k] if exclusive else s
                 acc[k] = s
+    return body
 
 
-@njit(cache=True, parallel=True)
-def column_scan_int(x, flags, seg, exclusive, out, check, ranges, wrapped):
-    """column_scan_float for integers: int64 words, written to out's dtype (int32 words wrap);
-    ranges[w] = (min, max) of the int64 results written by task w, wrapped[w] set where a
-    checked int64 add wrapped."""
-    B, E, F = x.shape
-    FB = 16 if F >= 16 else F
-    nfb = (F + FB - 1) // FB
-    for w in prange(B * nfb):
-        b = w // nfb
-        k0 = (w - b * nfb) * FB
-        k1 = min(F, k0 + FB)
+def _scan_float_kernel_of(body):
+    def column_scan_float(x, B, E, F, flags, out):
+        """Scans along the middle axis of x [B, E, F] (flat) for every (batch, feature), restarting
+        where flags[e] is set when ``seg``; a task is one batch and a block of up to 16 features,
+        summed in position order in out's dtype."""
+        FB = 16 if F >= 16 else F
+        for w in prange(B * ((F + FB - 1) // FB)):
+            body(np.int64(w), x, E, F, flags, out)
+    return column_scan_float
+
+
+def _scan_int_body(seg, exclusive, check):
+    def body(w, x, E, F, flags, out, ranges, wrapped):
+        """Task w of ``column_scan_int``."""
+        b, k0, k1 = _scan_task(w, F)
         acc = np.zeros(k1 - k0, np.int64)
         lo_v = np.int64(0)
         hi_v = np.int64(0)
@@ -775,20 +784,63 @@ def column_scan_int(x, flags, seg, exclusive, out, check, ranges, wrapped):
         for e in range(E):
             if seg and e > 0 and flags[e] != 0:
                 acc[:] = 0
+            i = (b * E + e) * F
+            xr = x[i + k0:i + k1]
+            orow = out[i + k0:i + k1]
             for k in range(k1 - k0):
-                v = np.int64(x[b, e, k0 + k])
+                v = np.int64(xr[k])
                 a = acc[k]
                 s = _wrapping_add(a, v)
                 if check and ((a ^ s) & (v ^ s)) < 0:
                     wr = True
                 r = a if exclusive else s
-                out[b, e, k0 + k] = r
+                orow[k] = r
                 lo_v = min(lo_v, r)
                 hi_v = max(hi_v, r)
                 acc[k] = s
         ranges[w, 0] = lo_v
         ranges[w, 1] = hi_v
         wrapped[w] = wr
+    return body
+
+
+def _scan_int_kernel_of(body):
+    def column_scan_int(x, B, E, F, flags, out, ranges, wrapped):
+        """column_scan_float for integers: int64 words, written to out's dtype (int32 words wrap);
+        ranges[w] = (min, max) of the int64 results written by task w, wrapped[w] set where a
+        checked int64 add wrapped."""
+        FB = 16 if F >= 16 else F
+        for w in prange(B * ((F + FB - 1) // FB)):
+            body(np.int64(w), x, E, F, flags, out, ranges, wrapped)
+    return column_scan_int
+
+
+def _scan_suffix(seg, exclusive):
+    return ("seg" if seg else "all") + ("_exclusive" if exclusive else "_inclusive")
+
+
+@functools.lru_cache(maxsize=None)
+def _scan_float_kernel(seg, exclusive):
+    return _compiled(f"column_scan_float__{_scan_suffix(seg, exclusive)}", _scan_float_body(seg, exclusive),
+                     _scan_float_kernel_of)
+
+
+@functools.lru_cache(maxsize=None)
+def _scan_int_kernel(seg, exclusive, check):
+    return _compiled(f"column_scan_int__{_scan_suffix(seg, exclusive)}{'_checked' if check else ''}",
+                     _scan_int_body(seg, exclusive, check), _scan_int_kernel_of)
+
+
+def column_scan_float(seg, exclusive):
+    """The float column-scan kernel, segmented (restarting at flags) when ``seg``:
+    kernel(x, B, E, F, flags, out) (x and out: [B, E, F], flat)."""
+    return _scan_float_kernel(bool(seg), bool(exclusive))
+
+
+def column_scan_int(seg, exclusive, check):
+    """The integer column-scan kernel, with checked int64 adds when ``check``:
+    kernel(x, B, E, F, flags, out, ranges, wrapped) (x and out: [B, E, F], flat)."""
+    return _scan_int_kernel(bool(seg), bool(exclusive), bool(check))
 
 
 @njit(cache=True, parallel=True)
