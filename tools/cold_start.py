@@ -1,6 +1,7 @@
 """Cold first-call cost of every public op: ``import mmvref`` plus one call, in a fresh process with a
 fresh, empty ``NUMBA_CACHE_DIR``, per op and input dtype; and the Numba specializations that call
-compiled (every dispatcher in ``mmvref``'s modules, nested kernels included).
+compiled (Numba's compile events for ``mmvref``'s functions: every kernel, closure-made kernels and
+nested callees included).
 
     python tools/cold_start.py [--ops scan,spmv] [--dtypes float32,int32] [--json out.json]
 
@@ -61,25 +62,27 @@ p2 = rng.random((4, 50)); p2 /= p2.sum(1, keepdims=True)
 
 PROBE = """
 import os, sys, time, json
+from numba.core import event
+compiled = []
+class Listener(event.Listener):  # one numba:compile event per specialization compiled, nested callees included
+    def on_start(self, ev):
+        d = ev.data["dispatcher"]
+        compiled.append(f"{{d.py_func.__module__}}.{{d.py_func.__qualname__}}")
+    def on_end(self, ev):
+        pass
 t0 = time.perf_counter()
 import mmvref
 t1 = time.perf_counter()
+event.register("numba:compile", Listener())
 DT = {dt!r}
 {setup}
 t2 = time.perf_counter()
 {call}
 t3 = time.perf_counter()
-from numba.core.registry import CPUDispatcher
-seen = {{}}
-for name, mod in list(sys.modules.items()):
-    if not name.startswith("mmvref"):
-        continue
-    for attr, obj in list(vars(mod).items()):
-        if isinstance(obj, CPUDispatcher) and obj.overloads and id(obj) not in seen:
-            seen[id(obj)] = (f"{{obj.py_func.__module__}}.{{obj.py_func.__name__}}", len(obj.overloads))
-specs = sum(c for _, c in seen.values())
-kernels = sorted(f"{{k}}:{{c}}" for k, c in seen.values())
-print(json.dumps({{"import_s": t1 - t0, "call_s": t3 - t2, "specs": specs, "kernels": kernels}}))
+mine = [k for k in compiled if k.startswith("mmvref")]
+counts = {{k: mine.count(k) for k in mine}}
+kernels = sorted(f"{{k.split('.', 1)[1]}}:{{c}}" for k, c in counts.items())
+print(json.dumps({{"import_s": t1 - t0, "call_s": t3 - t2, "specs": len(mine), "kernels": kernels}}))
 """
 
 
