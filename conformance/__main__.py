@@ -52,6 +52,18 @@ from .session import EXIT_CRASH, EXIT_FAIL, EXIT_OK, EXIT_USAGE
 from .suite import all_op_names  # noqa: F401 - re-exported: its earlier home (conformance.suite has it)
 
 
+def _jobs(text):
+    """--jobs: a count, or 'auto' (the CPUs this process may run on)."""
+    if text == "auto":
+        import os
+
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of processes or 'auto', got {text!r}") from None
+
+
 def parser():
     """The command line's arguments (its help: this module's docstring)."""
     p = argparse.ArgumentParser(prog="python -m conformance", description=__doc__,
@@ -85,8 +97,9 @@ def parser():
                    help=f"seconds one backend call may take (isolated runs; default {DEFAULT_CALL_TIMEOUT:g})")
     p.add_argument("--op-timeout", type=float, default=None, metavar="SECONDS",
                    help="seconds each op's run may take; no new example starts after that (default: no limit)")
-    p.add_argument("--jobs", type=int, default=1, metavar="N",
-                   help="run the ops in N worker processes (results as a serial run with the same seed)")
+    p.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+                   help="run the ops in N worker processes, or 'auto': one per CPU this process may use "
+                        "(results as a serial run with the same seed)")
     p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                    help="a fuzzing campaign: rounds of every op with fresh seeds until SECONDS are spent, "
                         "every distinct failure saved")

@@ -395,9 +395,11 @@ def _make_keys_hist(ISF):
                 else:
                     kk = kk ^ S
                 ks[i] = kk ^ D
-            h = np.zeros((v.itemsize, RADIX), np.int64)
-            _hist_all(ks, h)
-            hist[c] = h
+            hc = hist[c]  # zeroed in place: an array assignment would compile numpy's shape-error path
+            for b in range(v.itemsize):
+                for d in range(RADIX):
+                    hc[b, d] = 0
+            _hist_all(ks, hc)
     return keys_hist
 
 
