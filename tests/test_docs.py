@@ -620,7 +620,7 @@ def test_readme_front_door():
     assert len(text.splitlines()) < 150, f"README.md has {len(text.splitlines())} lines"
     # .ci/run and CI rely on these two commands, word for word
     assert ('python3 -m pip install torch==2.13.0 -e ".[test,bench,tbb,dask]" && python3 -m conformance '
-            '--backend mmvref --profile ci && python3 -m benchmarks --quick') in text
+            '--backend mmvref --profile ci --jobs auto && python3 -m benchmarks --quick') in text
     assert "HYPOTHESIS_PROFILE=ci python3 -m pytest -n auto --dist worksteal" in text
     for page in sorted((REPO / "docs").glob("*.md")):
         assert f"docs/{page.name}" in text, f"README.md does not link docs/{page.name}"
