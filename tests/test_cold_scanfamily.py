@@ -27,29 +27,15 @@ from mmvref._fast.scanfamily import ops as sf
 
 pytestmark = pytest.mark.native_only
 
+from tests.compile_events import listener_source
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # ----------------------------------------------------------------------------- cold process
 
-PROBE = r"""
+PROBE = listener_source('mmvref', 'd.py_func.__module__.rpartition("._fast.")[2] + "." + d.py_func.__qualname__') + r"""
 import json
 import numpy as np
-from numba.core import event
-
-compiled = []
-
-
-class Listener(event.Listener):
-    def on_start(self, ev):
-        d = ev.data.get("dispatcher")
-        if d is not None and d.py_func.__module__.startswith("mmvref"):
-            compiled.append(d.py_func.__module__.rpartition("._fast.")[2] + "." + d.py_func.__qualname__)
-
-    def on_end(self, ev):
-        pass
-
-
-event.register("numba:compile", Listener())
 import mmvref
 
 out = {}

@@ -27,29 +27,15 @@ from mmvref._fast.segment import _nd
 from mmvref._fast.segment import _portable as K
 from mmvref._fast.segment import _portable_nd as R
 
+from tests.compile_events import listener_source
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # ----------------------------------------------------------------------------- cold process
 
-PROBE = r"""
+PROBE = listener_source('mmvref._fast.segment', 'd.py_func.__module__.rpartition(".")[2] + "." + d.py_func.__qualname__') + r"""
 import json
 import numpy as np
-from numba.core import event
-
-compiled = []
-
-
-class Listener(event.Listener):
-    def on_start(self, ev):
-        d = ev.data.get("dispatcher")
-        if d is not None and d.py_func.__module__.startswith("mmvref._fast.segment"):
-            compiled.append(d.py_func.__module__.rpartition(".")[2] + "." + d.py_func.__qualname__)
-
-    def on_end(self, ev):
-        pass
-
-
-event.register("numba:compile", Listener())
 import mmvref
 
 out, res = {}, {}

@@ -29,29 +29,15 @@ import mmvref
 from mmvref._fast.sparse import _portable_spmv as K
 from mmvref._fast.sparse import ops
 
+from tests.compile_events import listener_source
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # ----------------------------------------------------------------------------- cold process
 
-PROBE = r"""
+PROBE = listener_source('mmvref', 'd.py_func.__qualname__') + r"""
 import json
 import numpy as np, scipy.sparse as sp
-from numba.core import event
-
-compiled = []
-
-
-class Listener(event.Listener):
-    def on_start(self, ev):
-        d = ev.data.get("dispatcher")
-        if d is not None and d.py_func.__module__.startswith("mmvref"):
-            compiled.append(d.py_func.__qualname__)
-
-    def on_end(self, ev):
-        pass
-
-
-event.register("numba:compile", Listener())
 import mmvref
 
 out = {}
