@@ -2,7 +2,7 @@
 values at its output base (one scan of the chunks' counts, §2's COMPRESS), a serial repair pass
 fills what a chunk could not (plain loops; LLVM lowers them for any target).
 
-Cold start: the chunk kernels are made by factories (``_variant``) in a parallel and a sequential
+Cold start: the chunk kernels are made by factories (``_variants.variant``) in a parallel and a sequential
 variant, one closure, and one Numba cache entry, each; an input of one chunk (small, or one
 thread) compiles only the sequential ones (``parallel=True`` kernels compile several times slower)
 and needs no repair pass, and its mask is counted by ``mask_stats``."""
@@ -11,22 +11,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .._variants import variant
+
 from ..segment._portable_vec import count_nonzero_or
-
-_VARIANTS = {}
-
-
-def _variant(factory, *consts):
-    """The kernel ``factory(*consts)`` makes, made once per process. The constants are the
-    closure cells of the kernel, so each variant has its own entry in the Numba cache (the
-    cache keys an entry by the closure's cell values); a kernel body names every constant."""
-    key = (factory, consts)
-    k = _VARIANTS.get(key)
-    if k is None:
-        k = _VARIANTS[key] = factory(*consts)
-        # a module attribute too, so that tools listing the module's dispatchers see it
-        globals()["_" + factory.__name__[len("_make_"):] + "".join(f"_{c}" for c in consts)] = k
-    return k
 
 
 @njit(cache=True)
@@ -57,7 +44,7 @@ def _make_compress(PAR):
 
 def compress_kernel(par):
     """``compress_kernel``: chunks in parallel (``par``) or in turn."""
-    return _variant(_make_compress, bool(par))
+    return variant(_make_compress, bool(par))
 
 
 @njit(cache=True)
@@ -102,7 +89,7 @@ def _make_compress_ind(PAR):
 
 def compress_ind_kernel(par):
     """``compress_ind_kernel``: chunks in parallel (``par``) or in turn."""
-    return _variant(_make_compress_ind, bool(par))
+    return variant(_make_compress_ind, bool(par))
 
 
 @njit(cache=True)

@@ -22,7 +22,7 @@ exclusive scan over (digit, chunk), per-chunk stable scatters.
 
 Cold start: a first call with an empty Numba cache compiles every kernel it
 reaches, so the path of a small input (and of 2-D inputs, and of top-p) is one
-dispatcher, made by a factory (``_variant``) whose constants select code at
+dispatcher, made by a factory (``_variants.variant``) whose constants select code at
 compile time: keys of floats or of integers, values emitted or not, chunks in
 parallel or in turn, a sort, top-k or top-p. Each variant is a closure with its
 own Numba cache entry (the cache keys an entry by the closure's cell values),
@@ -41,24 +41,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .._variants import variant
+
 RADIX = 256
 _M8 = np.uint64(0xFF)
-
-_VARIANTS = {}
-
-
-def _variant(factory, *consts):
-    """The kernel ``factory(*consts)`` makes, made once per process. The constants are the
-    closure cells of the kernel, so each variant has its own entry in the Numba cache; a
-    kernel body names every constant (a factory argument only passed to ``njit`` is named
-    once as a bare expression for that)."""
-    key = (factory, consts)
-    k = _VARIANTS.get(key)
-    if k is None:
-        k = _VARIANTS[key] = factory(*consts)
-        # a module attribute too, so that tools listing the module's dispatchers see it
-        globals()["_" + factory.__name__[len("_make_"):] + "".join(f"_{c}" for c in consts)] = k
-    return k
 
 
 # ----------------------------------------------------------------------------- keys
@@ -345,7 +331,7 @@ def rows(isf, vmode, par, topk=False, topp=False):
     """The row kernel (``_make_rows``) for words of kind ``isf`` emitting values per ``vmode``;
     chunks of rows in parallel (``par``) or in turn; a sort, top-k (``topk``) or top-p
     (``topp``)."""
-    return _variant(_make_rows, bool(isf), int(vmode), bool(par), bool(topk), bool(topp))
+    return variant(_make_rows, bool(isf), int(vmode), bool(par), bool(topk), bool(topp))
 
 
 # ----------------------------------------------------------------------------- parallel 1-D sort
@@ -405,7 +391,7 @@ def _make_keys_hist(ISF):
 
 def keys_hist(isf):
     """``keys_hist`` for words of kind ``isf``."""
-    return _variant(_make_keys_hist, bool(isf))
+    return variant(_make_keys_hist, bool(isf))
 
 
 def _make_scatter(VMODE):
@@ -448,7 +434,7 @@ def _make_scatter(VMODE):
 
 def scatter(vmode):
     """``scatter`` emitting values per ``vmode`` in its last pass."""
-    return _variant(_make_scatter, int(vmode))
+    return variant(_make_scatter, int(vmode))
 
 
 @njit(cache=True, parallel=True)
@@ -583,7 +569,7 @@ def _make_mask_counts(PAR):
 
 def mask_counts(par):
     """``mask_counts``: chunks in parallel (``par``) or in turn."""
-    return _variant(_make_mask_counts, bool(par))
+    return variant(_make_mask_counts, bool(par))
 
 
 def _make_split_scatter(PAR, IDX):
@@ -614,7 +600,7 @@ def _make_split_scatter(PAR, IDX):
 
 def split_scatter(par, want_idx):
     """``split_scatter``: chunks in parallel (``par``) or in turn; positions written or not."""
-    return _variant(_make_split_scatter, bool(par), bool(want_idx))
+    return variant(_make_split_scatter, bool(par), bool(want_idx))
 
 
 # ----------------------------------------------------------------------------- batched scan

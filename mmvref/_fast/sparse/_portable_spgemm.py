@@ -42,6 +42,8 @@ import numpy as np
 from numba import njit, prange
 from numba.cpython.unsafe.numbers import trailing_zeros
 
+from .._variants import flag_name, variant
+
 __all__ = ["check_structure", "structure", "fill_kernel", "fill_scratch", "count_dense", "count_sparse",
            "compact", "RANK_MAX", "SCAN_WORDS"]
 
@@ -189,16 +191,7 @@ def fill_kernel(dense, small, big, sort, drop, parallel, packed=False):
     combination and process; compiled (or loaded from the cache) at its first call."""
     key = (bool(dense), bool(small), bool(big), bool(sort and dense and big), bool(drop), bool(parallel),
            bool(packed and not parallel))
-    k = _FILL.get(key)
-    if k is None:
-        k = _make_fill(*key)
-        _FILL[key] = k
-        # visible as a module attribute, as the other kernels are (tools/cold_start.py lists those)
-        globals()["fill_" + "_".join(n for n, on in zip(_FLAG_NAMES, key) if on)] = k
-    return k
-
-
-_FILL: dict = {}
+    return variant(_make_fill, *key, name=flag_name("fill_", _FLAG_NAMES, key))
 
 
 def fill_scratch(key, n_tasks, p, longest, idx_t, wd):

@@ -37,6 +37,8 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .._variants import flag_name, variant
+
 __all__ = ["rows_kernel"]
 
 _U = np.uint64
@@ -114,16 +116,9 @@ def rows_kernel(k, parallel):
     flavour, ``parallel`` or serial: at most 32; a first call compiles one), and those blocks
     are compiled unconditionally: no test of k per row."""
     key = (k >= 64, k % 64 >= 32, k % 32 >= 16, k % 16 >= 8, k % 8 > 0, bool(parallel))
-    kern = _ROWS.get(key)
-    if kern is None:
-        kern = _make_rows(*key)
-        _ROWS[key] = kern
-        # visible as a module attribute, as the other kernels are (tools/cold_start.py lists those)
-        globals()["rows_" + "_".join(n for n, on in zip(_BLOCK_NAMES, key) if on)] = kern
-    return kern
+    return variant(_make_rows, *key, name=flag_name("rows_", _BLOCK_NAMES, key))
 
 
-_ROWS: dict = {}
 _BLOCK_NAMES = ("b64", "b32", "b16", "b8", "tail", "parallel")
 
 

@@ -83,6 +83,7 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .._variants import flag_name, variant
 from ._gather import Gather, GatherKind, _elem_bytes  # noqa: F401  (Gather: the kernels' marker type)
 
 __all__ = ["partition", "row_kinds", "flagged", "float_kernel", "float_rows", "float_rows_serial", "int_kernel", "combine",
@@ -133,7 +134,6 @@ def lanes(acc_dtype) -> int:
 
 
 # ----------------------------------------------------------------------------- gather kinds
-
 
 
 #: LLVM's generic masked gather, lowered by LLVM for the compile target
@@ -562,16 +562,7 @@ def float_kernel(parallel, long_rows=True, short_rows=True, scalar=True):
     ``long_row`` argument, and per batch by ``scalar_short``. ``float_rows`` and
     ``float_rows_serial`` are the kernel with every path."""
     key = (bool(parallel), bool(long_rows), bool(short_rows), bool(scalar and short_rows))
-    k = _FLOAT.get(key)
-    if k is None:
-        k = _make_float(*key)
-        _FLOAT[key] = k
-        # visible as a module attribute, as the other kernels are (tools/cold_start.py lists those)
-        globals()["float_" + "_".join(n for n, on in zip(("parallel", "long", "short", "scalar"), key) if on)] = k
-    return k
-
-
-_FLOAT: dict = {}
+    return variant(_make_float, *key, name=flag_name("float_", ("parallel", "long", "short", "scalar"), key))
 
 
 def _make_float(parallel, long_rows, short_rows, scalar):
@@ -757,15 +748,7 @@ def int_kernel(parallel, check):
     ``check`` is a compile-time constant (a closure cell): without it the bound
     is not compiled."""
     key = (bool(parallel), bool(check))
-    k = _INT.get(key)
-    if k is None:
-        k = _make_int(*key)
-        _INT[key] = k
-        globals()["int_" + "_".join(n for n, on in zip(("parallel", "check"), key) if on)] = k
-    return k
-
-
-_INT: dict = {}
+    return variant(_make_int, *key, name=flag_name("int_", ("parallel", "check"), key))
 
 
 def _make_int(parallel, check):
