@@ -19,14 +19,15 @@ import os
 import subprocess
 import sys
 
+import numba
 import numpy as np
 import pytest
 
 import mmvref
+from mmvref._fast import _variants
 from mmvref._fast.segment import _nd
 from mmvref._fast.segment import _portable as K
 from mmvref._fast.segment import _portable_nd as R
-
 from tests.compile_events import listener_source
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -80,13 +81,15 @@ def _probe(cache):
 
 
 def _kernel(name):
-    return ["_portable_nd." + name, "_portable_nd." + name + "__body"]
+    # inputs of under PARALLEL_MIN elements take the kernel's serial twin: its tasks in turn
+    return ["_portable_nd." + name + "__serial", "_portable_nd." + name + "__body"]
 
 
 @pytest.mark.native_only
 def test_first_call_compiles_one_kernel_and_a_second_process_none(tmp_path):
     """Each first call compiles the one kernel (and its body) made for its reduction, args, feature
-    blocks and rows: no other reduction, width or path, no offset-order pass (the reductions check
+    blocks and rows, its serial twin (the inputs are under ``PARALLEL_MIN`` elements): no parallel
+    kernel, no other reduction, width or path, no offset-order pass (the reductions check
     the offsets they read), no index pass below ``COO_SMALL``. A second process compiles nothing and
     gets the same results, so the kernels' cache entries stay apart (F = 4 and F = 5 included)."""
     cold = _probe(tmp_path)
@@ -95,7 +98,7 @@ def test_first_call_compiles_one_kernel_and_a_second_process_none(tmp_path):
         "segment_coo": [], "scatter": [],  # segment_csr's kernel, compiled by its call
         "segmented_sum float32": _kernel("csr_reduce_column_float__sum"),
         "segment_sum_csr float32": [],  # segmented_sum's kernel
-        "segment_sum_csr int32": ["_portable.csr_sums_int_short"],
+        "segment_sum_csr int32": ["_portable._make_csr_sums_int_short.<locals>.csr_sums_int_short"],  # serial twin
         "argmax": _kernel("csr_reduce_{k}__max_arg_w8"),
         "max_1d float32": _kernel("csr_reduce_column_float__max"),
         "max_1d int32": _kernel("csr_reduce_int__max_w1"),
@@ -164,6 +167,11 @@ def test_kernel_names_stand_for_their_constants():
         names.add(R.csr_reduce_column_float(op).py_func.__name__)
     made = [n for n in R._Body.made]
     assert len(made) == len(set(made)) and names <= set(made)
+    for name in made:  # each body has a parallel kernel and a serial twin, under names of their own
+        assert getattr(R, name).py_func.__name__ == name
+        assert getattr(R, name + "__serial").py_func.__name__ == name + "__serial"
+        assert getattr(R, name).targetoptions.get("parallel") is True
+        assert not getattr(R, name + "__serial").targetoptions.get("parallel")
     with pytest.raises(RuntimeError, match="two kernels named"):
         R._Body(made[0], lambda: None)
 
@@ -236,6 +244,50 @@ def test_every_kind_of_feature_blocks_matches_plain_loops(dt, cases):
             assert [int(v) for v in got.ravel()] == [int(v) for v in want.ravel()], (F, op, with_rows)
         if want_arg:
             np.testing.assert_array_equal(garg, warg, err_msg=f"{F} {op} {with_rows} arg")
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="one thread: the parallel kernels are never taken")
+@pytest.mark.parametrize("dt", [np.float32, np.int32])
+def test_serial_and_parallel_twins_give_the_same_bits(dt, monkeypatch):
+    """Inputs under ``PARALLEL_MIN`` elements run a kernel's tasks in turn (its serial twin), larger ones
+    on threads: the same tasks through the same body, so the same bits (NaNs, ties and args included),
+    and the parallel kernel is the one that ran when the threshold is lowered."""
+    rng = np.random.default_rng(9)
+    B, E = 2, 3000  # several tasks per batch (``_tasks``)
+    bounds = np.unique(np.r_[0, rng.integers(0, E, 40), E]).astype(np.int64)
+    assert _nd._tasks(bounds, B, E)[0].size > 1
+    for F, op, want_arg, with_rows in [(1, "sum", False, False), (1, "max", True, True), (5, "sum", False, True),
+                                       (8, "mean", False, False), (40, "max", True, False), (3, "prod", False, True)]:
+        x3 = rng.integers(-2, 3, (B, E, F)).astype(dt)
+        if x3.dtype.kind == "f":
+            x3[0, 5, F // 2] = x3[-1, 1700, F - 1] = np.nan
+        rows = rng.permutation(E).astype(np.int64) if with_rows else np.zeros(0, np.int64)
+        cdt = np.dtype(dt) if x3.dtype.kind == "f" else np.dtype(np.int64)
+        code = _nd.reduce_code(op)
+        got = []
+        for pmin in (1 << 62, 0):
+            monkeypatch.setattr(_variants, "PARALLEL_MIN", pmin)
+            got.append(_nd.reduce3(x3, bounds, rows, code, cdt, want_arg, False)[:2])
+        np.testing.assert_array_equal(got[0][0], got[1][0], err_msg=f"{F} {op} {with_rows}")
+        np.testing.assert_array_equal(got[0][1], got[1][1], err_msg=f"{F} {op} {with_rows} arg")
+        if x3.dtype.kind == "f" and F == 1 and not want_arg:
+            kernel = R.csr_reduce_column_float(code, parallel=True)
+        elif x3.dtype.kind == "f":
+            kernel = R.csr_reduce_float(code, want_arg, F, with_rows, parallel=True)
+        else:
+            kernel = R.csr_reduce_int(code, want_arg, F, False, with_rows, parallel=True)
+        assert kernel.signatures, (F, op)  # the parallel kernel ran
+    # scatter's direct path and the column scans
+    x2 = rng.integers(-9, 9, (E, 6)).astype(dt)
+    index = rng.integers(0, 50, E)
+    flags = (rng.random(E) < 0.01).astype(np.uint8)
+    got = []
+    for pmin in (1 << 62, 0):
+        monkeypatch.setattr(_variants, "PARALLEL_MIN", pmin)
+        got.append([mmvref.scatter(x2, index, reduce="max"), mmvref.segmented_scan(x2, flags, axis=0),
+                    mmvref.scan(x2, axis=0, exclusive=True)])
+    for a, b in zip(*got):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_integer_results_are_stored_at_their_width_with_their_range():

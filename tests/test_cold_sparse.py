@@ -208,6 +208,7 @@ def _spmm_oracle(A, D, rdt):
     return out
 
 
+@pytest.mark.native_only  # SpMM / SpGEMM: one portable path of plain loops (no target-specific code)
 @pytest.mark.parametrize("k", [1, 8, 9, 24, 48, 64, 100, 129])
 @pytest.mark.parametrize("serial_cost", [0, 1 << 40])
 def test_spmm_serial_and_parallel_kernels(k, serial_cost):
@@ -252,6 +253,7 @@ def _operands(seed, p):
     return A, B.tocsr()
 
 
+@pytest.mark.native_only  # SpGEMM: one portable path of plain loops (no target-specific code)
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 2**16), p=st.sampled_from([50, 1000, 5000, 1 << 16]),
        workspace=st.sampled_from(["auto", "dense", "sparse"]), staging=st.booleans(),
@@ -266,6 +268,7 @@ def test_spgemm_serial_and_parallel_kernels(seed, p, workspace, staging, serial_
     np.testing.assert_array_equal(C.data, np.array(vals, rdt))
 
 
+@pytest.mark.native_only  # SpMM / SpGEMM: one portable path of plain loops (no target-specific code)
 @pytest.mark.parametrize("serial_cost", [0, 1 << 40])
 def test_spgemm_invalid_operands_named(serial_cost):
     A = sp.csr_matrix(np.eye(3))

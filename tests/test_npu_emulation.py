@@ -12,6 +12,9 @@ torch = pytest.importorskip("torch")
 import npu  # noqa: E402
 from mmvref import golden  # noqa: E402
 
+# the torch emulation runs torch's kernels, not mmvref's: no code depends on Numba's compile target
+pytestmark = pytest.mark.native_only
+
 INT_DTYPES = ["int8", "int16", "int32", "int64"]
 FLOAT_DTYPES = ["float16", "float32", "float64"]
 

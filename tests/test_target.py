@@ -176,6 +176,12 @@ _COMPILE_ONLY = """
         mod.segscan_int32.compile((a(xt), a(types.uint8), a(types.int32), a(i64), b, b, a(b), a(i64), a(b),
                                    a(types.uint8)))
         mod.segsum_int32.compile((a(xt), a(types.uint8), a(i64), a(i64), a(types.int32), a(i64), a(i64), b, a(b), b))
+    xt = types.int32  # the serial twins (one chunk): the same code without the parfor
+    mod.scan_int32_serial.compile((a(xt), a(types.int32), a(i64), a(i64), b, b, a(b)))
+    mod.segscan_int32_serial.compile((a(xt), a(types.uint8), a(types.int32), a(i64), b, b, a(b), a(i64), a(b),
+                                      a(types.uint8)))
+    mod.segsum_int32_serial.compile((a(xt), a(types.uint8), a(i64), a(i64), a(types.int32), a(i64), a(i64), b, a(b),
+                                     b))
     from numba import typeof
     from mmvref._fast.sparse import _portable_spmv as K
     P = _target.kernels("spmv")

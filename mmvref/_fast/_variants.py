@@ -7,12 +7,29 @@ cell values) and compiles only the code its constants select. A kernel body name
 it would not be a cell. ``variant`` makes each kernel
 once per process and also publishes it as an attribute of the factory's module, so that tools
 listing a module's dispatchers see it.
+
+Serial twins: a kernel whose tasks run on threads (``parallel=True``) has a twin made with
+``parallel=False``, the same tasks through the same code in turn, so the same bits. Inputs under
+``PARALLEL_MIN`` elements take the twin (``threads_pay``): a parallel launch costs about as much as
+that much work, and the twin's first call compiles without the parfor passes, in about half the
+time (most first calls are on small inputs).
 """
 from __future__ import annotations
 
 import sys
 
+import numba
+
 _MADE: dict = {}
+
+#: elements below which a kernel's tasks run in turn on the calling thread (its serial twin)
+PARALLEL_MIN = 1 << 15
+
+
+def threads_pay(elements):
+    """Whether a kernel over ``elements`` elements runs its tasks on Numba's threads (else its
+    serial twin): at least ``PARALLEL_MIN`` of them and more than one thread."""
+    return elements >= PARALLEL_MIN and numba.get_num_threads() > 1
 
 
 def variant(factory, *consts, name=None):

@@ -15,6 +15,7 @@ from ..._dtypes import VALUE_DTYPES
 from ..._threading import guarded
 from ..._validate import _asarray, as_flags, as_indptr, check_bool, check_overflow, to_numpy
 from .._policy import check_size, computed, deliver, finish, out_buffer, overflow_error, result_dtypes
+from .._variants import threads_pay
 from . import _portable_nd as R
 from ._column import _scan_1d, _segmented_scan_1d, _segmented_sum_1d, scan_rows
 from ._nd import _I64, _exact_fits, _int_check, as3d, reduce_code, reduce_nd, starts_indptr
@@ -253,13 +254,15 @@ def nd_scan(src, x, flags, axis, exclusive, dtype, overflow, out, op_name):
         assert res.flags.c_contiguous  # a new array, or ``out_buffer``'s: written through its flat view
         of = res.reshape(-1)
         if cdt.kind == "f":
-            R.column_scan_float(seg, exclusive)(x3.astype(cdt, copy=False).reshape(-1), B, E, F, f, of)
+            R.column_scan_float(seg, exclusive, threads_pay(res.size))(x3.astype(cdt, copy=False).reshape(-1), B, E,
+                                                                        F, f, of)
         else:
             nfb = -(-F // (16 if F >= 16 else F))
             ranges = np.empty((B * nfb, 2), np.int64)
             wrapped = np.zeros(B * nfb, np.bool_)
             check = overflow == "raise" and x.dtype == np.int64 and _int_check(x, R.SUM, overflow)
-            R.column_scan_int(seg, exclusive, check)(x3.reshape(-1), B, E, F, f, of, ranges, wrapped)
+            R.column_scan_int(seg, exclusive, check, threads_pay(res.size))(x3.reshape(-1), B, E, F, f, of, ranges,
+                                                                             wrapped)
             fl = f if seg else np.zeros(E, np.uint8)
             if wrapped.any() and not _exact_fits(x3, flags=fl, exclusive=exclusive):
                 raise overflow_error(op_name, np.dtype(np.int64))

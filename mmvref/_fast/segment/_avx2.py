@@ -50,10 +50,12 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .._variants import variant
 from ._portable import BLOCK, I32_MAX, _first_flag
 from ._portable_vec import _call, _splat, adjacent_diff, load_lanes, strided_loop, sum_i64
 
-__all__ = ["scan_int32", "segscan_int32", "segsum_int32", "segsum_int32_nocount", "gather_slots", "scan8"]
+__all__ = ["scan_int32", "segscan_int32", "segsum_int32", "segsum_int32_nocount", "scan_int32_serial",
+           "segscan_int32_serial", "segsum_int32_serial", "segsum_int32_nocount_serial", "gather_slots", "scan8"]
 
 _W = 8
 _I1, _I8, _I32, _I64 = (ir.IntType(b) for b in (1, 8, 32, 64))
@@ -202,32 +204,40 @@ def _aligned_head(out, lo, hi):
     return min(hi, lo + ((32 - a) & 31) // 4) if a % 4 == 0 else hi
 
 
-@njit(cache=True, parallel=True)
-def scan_int32(x, out, starts, offs, exclusive, check, suspect):
-    """``_avx512.scan_int32``'s contract with ``scan_range8`` per block."""
-    for c in prange(starts.size - 1):
-        lo, hi = starts[c], starts[c + 1]
-        p = offs[c]
-        sus = check and (p > I32_MAX or p < -I32_MAX - 1)  # the offset itself left int32
-        nt = out.size >= NT_MIN
-        a = _aligned_head(out, lo, hi) if nt else lo
-        if a > lo:  # the head before the first 32-byte aligned element
-            v = np.int64(np.int32(p))
-            p, mx = scan_range8(x, lo, a, out, p, exclusive, False)
-            if check and (v if v >= 0 else -v) + (a - lo) * mx > I32_MAX:
-                sus = True
-        for b0 in range(a, hi, BLOCK):
-            b1 = min(b0 + BLOCK, hi)
-            v = np.int64(np.int32(p))
+def _make_scan_int32(parallel):
+    @njit(cache=True, parallel=parallel)
+    def scan_int32(x, out, starts, offs, exclusive, check, suspect):
+        """``_avx512.scan_int32``'s contract with ``scan_range8`` per block."""
+        parallel  # noqa: B018 (a closure cell: one cache entry per variant)
+        for c in prange(starts.size - 1):
+            lo, hi = starts[c], starts[c + 1]
+            p = offs[c]
+            sus = check and (p > I32_MAX or p < -I32_MAX - 1)  # the offset itself left int32
+            nt = out.size >= NT_MIN
+            a = _aligned_head(out, lo, hi) if nt else lo
+            if a > lo:  # the head before the first 32-byte aligned element
+                v = np.int64(np.int32(p))
+                p, mx = scan_range8(x, lo, a, out, p, exclusive, False)
+                if check and (v if v >= 0 else -v) + (a - lo) * mx > I32_MAX:
+                    sus = True
+            for b0 in range(a, hi, BLOCK):
+                b1 = min(b0 + BLOCK, hi)
+                v = np.int64(np.int32(p))
+                if nt:
+                    p, mx = scan_range8(x, b0, b1, out, p, exclusive, True)
+                else:
+                    p, mx = scan_range8(x, b0, b1, out, p, exclusive, False)
+                if check and (v if v >= 0 else -v) + (b1 - b0) * mx > I32_MAX:
+                    sus = True
             if nt:
-                p, mx = scan_range8(x, b0, b1, out, p, exclusive, True)
-            else:
-                p, mx = scan_range8(x, b0, b1, out, p, exclusive, False)
-            if check and (v if v >= 0 else -v) + (b1 - b0) * mx > I32_MAX:
-                sus = True
-        if nt:
-            sfence()
-        suspect[c] = sus
+                sfence()
+            suspect[c] = sus
+    return scan_int32
+
+
+# chunks on threads, and the serial twin for one chunk (its first call compiles no parfor)
+scan_int32 = variant(_make_scan_int32, True, name="scan_int32")
+scan_int32_serial = variant(_make_scan_int32, False, name="scan_int32_serial")
 
 
 # ----------------------------------------------------------------------------- segmented scan
@@ -313,36 +323,44 @@ def segscan_range(typingctx, x, f, lo, hi, out, p, b, exclusive, nt):
     return sig, lambda c, bld, sg, args: _segscan_codegen(c, bld, sg, args, use_nt)
 
 
-@njit(cache=True, parallel=True)
-def segscan_int32(x, f, out, starts, exclusive, check, suspect, tails, has_flag, bad):
-    """``_avx512.segscan_int32``'s contract with ``segscan_range`` per block."""
-    for c in prange(starts.size - 1):
-        lo, hi = starts[c], starts[c + 1]
-        p = np.int64(0)
-        b = np.int64(0)
-        o = np.int64(0)
-        sus = False
-        nt = out.size >= NT_MIN
-        a = _aligned_head(out, lo, hi) if nt else lo
-        if a > lo:  # the head before the first 32-byte aligned element
-            p, b, o, mx = segscan_range(x, f, lo, a, out, p, b, exclusive, False)
-            sus = check and (a - lo) * mx > I32_MAX
-        for b0 in range(a, hi, BLOCK):
-            b1 = min(b0 + BLOCK, hi)
-            v = np.int64(np.int32(p - b))  # the open segment so far (exact while screened)
+def _make_segscan_int32(parallel):
+    @njit(cache=True, parallel=parallel)
+    def segscan_int32(x, f, out, starts, exclusive, check, suspect, tails, has_flag, bad):
+        """``_avx512.segscan_int32``'s contract with ``segscan_range`` per block."""
+        parallel  # noqa: B018 (a closure cell: one cache entry per variant)
+        for c in prange(starts.size - 1):
+            lo, hi = starts[c], starts[c + 1]
+            p = np.int64(0)
+            b = np.int64(0)
+            o = np.int64(0)
+            sus = False
+            nt = out.size >= NT_MIN
+            a = _aligned_head(out, lo, hi) if nt else lo
+            if a > lo:  # the head before the first 32-byte aligned element
+                p, b, o, mx = segscan_range(x, f, lo, a, out, p, b, exclusive, False)
+                sus = check and (a - lo) * mx > I32_MAX
+            for b0 in range(a, hi, BLOCK):
+                b1 = min(b0 + BLOCK, hi)
+                v = np.int64(np.int32(p - b))  # the open segment so far (exact while screened)
+                if nt:
+                    p, b, ob, mx = segscan_range(x, f, b0, b1, out, p, b, exclusive, True)
+                else:
+                    p, b, ob, mx = segscan_range(x, f, b0, b1, out, p, b, exclusive, False)
+                if check and (v if v >= 0 else -v) + (b1 - b0) * mx > I32_MAX:
+                    sus = True
+                o |= ob
             if nt:
-                p, b, ob, mx = segscan_range(x, f, b0, b1, out, p, b, exclusive, True)
-            else:
-                p, b, ob, mx = segscan_range(x, f, b0, b1, out, p, b, exclusive, False)
-            if check and (v if v >= 0 else -v) + (b1 - b0) * mx > I32_MAX:
-                sus = True
-            o |= ob
-        if nt:
-            sfence()
-        tails[c] = np.int64(np.int32(p - b))
-        has_flag[c] = o != 0
-        suspect[c] = sus
-        bad[c] = o
+                sfence()
+            tails[c] = np.int64(np.int32(p - b))
+            has_flag[c] = o != 0
+            suspect[c] = sus
+            bad[c] = o
+    return segscan_int32
+
+
+# chunks on threads, and the serial twin for one chunk (its first call compiles no parfor)
+segscan_int32 = variant(_make_segscan_int32, True, name="segscan_int32")
+segscan_int32_serial = variant(_make_segscan_int32, False, name="segscan_int32_serial")
 
 
 # ----------------------------------------------------------------------------- segment sums
@@ -530,89 +548,105 @@ def starts_prefix_or(typingctx, x, f, lo, hi, out, k, p, sparse, kend):
     return sig, _segsum_codegen
 
 
-@njit(cache=True, parallel=True)
-def segsum_int32(x, f, starts, bases, out, heads, tails, check, suspect, sparse):
-    """``_avx512.segsum_int32``'s contract with this module's ``starts_prefix``."""
-    for c in prange(starts.size - 1):
-        lo, hi = starts[c], starts[c + 1]
-        fs = f[lo:hi]
-        m = 0 if lo == 0 else _first_flag(fs)
-        if lo == 0 and fs.size > 0:
-            m = _first_flag(fs[1:]) + 1
-        heads[c] = sum_i64(x, lo, lo + m)
-        k = np.int64(bases[c])
-        p = np.int64(0)
-        b = np.int64(0)  # the prefix before the open segment's start
-        sus = False
-        first = bases[c] + 1
-        kend = bases[c + 1] + 1 if c + 1 < bases.size else out.size  # this chunk's slots end
-        for b0 in range(lo + m, hi, BLOCK):
-            b1 = min(b0 + BLOCK, hi)
-            v = np.int64(np.int32(p - b))  # the open segment so far (exact while screened)
-            k1, p, mx = starts_prefix(x, f, b0, b1, out, k, p, sparse, kend)
-            if check and (v if v >= 0 else -v) + (b1 - b0) * mx > I32_MAX:
-                sus = True
-            if k1 != k:
-                b = np.int64(out[k1])
-                adjacent_diff(out, max(k, first), k1)
-                k = k1
-        if k >= first:
-            tail = np.int32(np.int32(p) - out[k])
-            out[k] = tail
-            tails[c] = np.int64(tail)
-        else:
-            tails[c] = 0
-        suspect[c] = sus
+def _make_segsum_int32(parallel):
+    @njit(cache=True, parallel=parallel)
+    def segsum_int32(x, f, starts, bases, out, heads, tails, check, suspect, sparse):
+        """``_avx512.segsum_int32``'s contract with this module's ``starts_prefix``."""
+        parallel  # noqa: B018 (a closure cell: one cache entry per variant)
+        for c in prange(starts.size - 1):
+            lo, hi = starts[c], starts[c + 1]
+            fs = f[lo:hi]
+            m = 0 if lo == 0 else _first_flag(fs)
+            if lo == 0 and fs.size > 0:
+                m = _first_flag(fs[1:]) + 1
+            heads[c] = sum_i64(x, lo, lo + m)
+            k = np.int64(bases[c])
+            p = np.int64(0)
+            b = np.int64(0)  # the prefix before the open segment's start
+            sus = False
+            first = bases[c] + 1
+            kend = bases[c + 1] + 1 if c + 1 < bases.size else out.size  # this chunk's slots end
+            for b0 in range(lo + m, hi, BLOCK):
+                b1 = min(b0 + BLOCK, hi)
+                v = np.int64(np.int32(p - b))  # the open segment so far (exact while screened)
+                k1, p, mx = starts_prefix(x, f, b0, b1, out, k, p, sparse, kend)
+                if check and (v if v >= 0 else -v) + (b1 - b0) * mx > I32_MAX:
+                    sus = True
+                if k1 != k:
+                    b = np.int64(out[k1])
+                    adjacent_diff(out, max(k, first), k1)
+                    k = k1
+            if k >= first:
+                tail = np.int32(np.int32(p) - out[k])
+                out[k] = tail
+                tails[c] = np.int64(tail)
+            else:
+                tails[c] = 0
+            suspect[c] = sus
+    return segsum_int32
 
 
-@njit(cache=True, parallel=True)
-def segsum_int32_nocount(x, f, starts, out, heads, tails, counts, bad, check, suspect, sparse_starts):
-    """``segsum_int32`` without the flag-counting pass before it: chunk c writes its
-    slots at the provisional base starts[c] (it has at most starts[c + 1] - starts[c]
-    starts), so ``out`` has len(x) + 1 slots; the caller moves each chunk's
-    counts[c] slots out[starts[c] + 1 ...] down to the true base (``compact_slots``).
-    bad[c] = OR of the chunk's flag bytes (> 1: an invalid flag; for chunk 0 with f[0]);
-    counts[c] = set flags in the chunk, position 0 excluded. The flags are tested 64 at a
-    time in a block when the block before it had under one start per ``sparse_starts``
-    elements (the first block of a chunk: tested that way)."""
-    for c in prange(starts.size - 1):
-        lo, hi = starts[c], starts[c + 1]
-        fs = f[lo:hi]
-        m = 0 if lo == 0 else _first_flag(fs)
-        o = np.int64(0)
-        if lo == 0 and fs.size > 0:
-            m = _first_flag(fs[1:]) + 1
-            o = np.int64(fs[0])
-        heads[c] = sum_i64(x, lo, lo + m)
-        base = lo
-        k = np.int64(base)
-        p = np.int64(0)
-        b = np.int64(0)  # the prefix before the open segment's start
-        sus = False
-        first = base + 1
-        kend = hi + 1  # this chunk's provisional slots end
-        sp = True
-        for b0 in range(lo + m, hi, BLOCK):
-            b1 = min(b0 + BLOCK, hi)
-            v = np.int64(np.int32(p - b))  # the open segment so far (exact while screened)
-            k1, p, mx, ob = starts_prefix_or(x, f, b0, b1, out, k, p, sp, kend)
-            o |= ob
-            sp = (k1 - k) * sparse_starts < b1 - b0
-            if check and (v if v >= 0 else -v) + (b1 - b0) * mx > I32_MAX:
-                sus = True
-            if k1 != k:
-                b = np.int64(out[k1])
-                adjacent_diff(out, max(k, first), k1)
-                k = k1
-        if k >= first:
-            tail = np.int32(np.int32(p) - out[k])
-            out[k] = tail
-            tails[c] = np.int64(tail)
-        else:
-            tails[c] = 0
-        counts[c] = k - base
-        bad[c] = o
-        suspect[c] = sus
+# chunks on threads, and the serial twin for one chunk (its first call compiles no parfor)
+segsum_int32 = variant(_make_segsum_int32, True, name="segsum_int32")
+segsum_int32_serial = variant(_make_segsum_int32, False, name="segsum_int32_serial")
+
+
+def _make_segsum_int32_nocount(parallel):
+    @njit(cache=True, parallel=parallel)
+    def segsum_int32_nocount(x, f, starts, out, heads, tails, counts, bad, check, suspect, sparse_starts):
+        """``segsum_int32`` without the flag-counting pass before it: chunk c writes its
+        slots at the provisional base starts[c] (it has at most starts[c + 1] - starts[c]
+        starts), so ``out`` has len(x) + 1 slots; the caller moves each chunk's
+        counts[c] slots out[starts[c] + 1 ...] down to the true base (``compact_slots``).
+        bad[c] = OR of the chunk's flag bytes (> 1: an invalid flag; for chunk 0 with f[0]);
+        counts[c] = set flags in the chunk, position 0 excluded. The flags are tested 64 at a
+        time in a block when the block before it had under one start per ``sparse_starts``
+        elements (the first block of a chunk: tested that way)."""
+        parallel  # noqa: B018 (a closure cell: one cache entry per variant)
+        for c in prange(starts.size - 1):
+            lo, hi = starts[c], starts[c + 1]
+            fs = f[lo:hi]
+            m = 0 if lo == 0 else _first_flag(fs)
+            o = np.int64(0)
+            if lo == 0 and fs.size > 0:
+                m = _first_flag(fs[1:]) + 1
+                o = np.int64(fs[0])
+            heads[c] = sum_i64(x, lo, lo + m)
+            base = lo
+            k = np.int64(base)
+            p = np.int64(0)
+            b = np.int64(0)  # the prefix before the open segment's start
+            sus = False
+            first = base + 1
+            kend = hi + 1  # this chunk's provisional slots end
+            sp = True
+            for b0 in range(lo + m, hi, BLOCK):
+                b1 = min(b0 + BLOCK, hi)
+                v = np.int64(np.int32(p - b))  # the open segment so far (exact while screened)
+                k1, p, mx, ob = starts_prefix_or(x, f, b0, b1, out, k, p, sp, kend)
+                o |= ob
+                sp = (k1 - k) * sparse_starts < b1 - b0
+                if check and (v if v >= 0 else -v) + (b1 - b0) * mx > I32_MAX:
+                    sus = True
+                if k1 != k:
+                    b = np.int64(out[k1])
+                    adjacent_diff(out, max(k, first), k1)
+                    k = k1
+            if k >= first:
+                tail = np.int32(np.int32(p) - out[k])
+                out[k] = tail
+                tails[c] = np.int64(tail)
+            else:
+                tails[c] = 0
+            counts[c] = k - base
+            bad[c] = o
+            suspect[c] = sus
+    return segsum_int32_nocount
+
+
+# chunks on threads, and the serial twin for one chunk (its first call compiles no parfor)
+segsum_int32_nocount = variant(_make_segsum_int32_nocount, True, name="segsum_int32_nocount")
+segsum_int32_nocount_serial = variant(_make_segsum_int32_nocount, False, name="segsum_int32_nocount_serial")
 
 
 @njit(cache=True, parallel=True)

@@ -49,6 +49,7 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from .._variants import variant
 from ._portable import BLOCK, I32_MAX, _first_flag
 from ._portable_vec import (
     _call,
@@ -64,7 +65,8 @@ from ._portable_vec import (
     sum_i64,
 )
 
-__all__ = ["scan_int32", "segscan_int32", "segsum_int32"]
+__all__ = ["scan_int32", "segscan_int32", "segsum_int32", "scan_int32_serial", "segscan_int32_serial",
+           "segsum_int32_serial"]
 
 _W = 16
 _I1, _I8, _I16, _I32, _I64 = (ir.IntType(b) for b in (1, 8, 16, 32, 64))
@@ -154,22 +156,30 @@ def _codegen(context, builder, sig, args):
     return context.make_tuple(builder, sig.return_type, [builder.load(k_p), p, reduce_umax16(builder, mx_p)])
 
 
-@njit(cache=True, parallel=True)
-def scan_int32(x, out, starts, offs, exclusive, check, suspect):
-    """``_seg_kernels.scan_int``'s contract (chunk c from offs[c]; suspect[c] when
-    a block's screen |p| + len * max|x| <= 2**31 - 1 fails) with ``scan_range``
-    per block of BLOCK elements (max|x| returned by ``scan_range``: no second read)."""
-    for c in prange(starts.size - 1):
-        lo, hi = starts[c], starts[c + 1]
-        p = offs[c]
-        sus = check and (p > I32_MAX or p < -I32_MAX - 1)  # the offset itself left int32
-        for b0 in range(lo, hi, BLOCK):
-            b1 = min(b0 + BLOCK, hi)
-            v = np.int64(np.int32(p))
-            p, mx = scan_range(x, b0, b1, out, p, exclusive)
-            if check and (v if v >= 0 else -v) + (b1 - b0) * mx > I32_MAX:
-                sus = True
-        suspect[c] = sus
+def _make_scan_int32(parallel):
+    @njit(cache=True, parallel=parallel)
+    def scan_int32(x, out, starts, offs, exclusive, check, suspect):
+        """``_seg_kernels.scan_int``'s contract (chunk c from offs[c]; suspect[c] when
+        a block's screen |p| + len * max|x| <= 2**31 - 1 fails) with ``scan_range``
+        per block of BLOCK elements (max|x| returned by ``scan_range``: no second read)."""
+        parallel  # noqa: B018 (a closure cell: one cache entry per variant)
+        for c in prange(starts.size - 1):
+            lo, hi = starts[c], starts[c + 1]
+            p = offs[c]
+            sus = check and (p > I32_MAX or p < -I32_MAX - 1)  # the offset itself left int32
+            for b0 in range(lo, hi, BLOCK):
+                b1 = min(b0 + BLOCK, hi)
+                v = np.int64(np.int32(p))
+                p, mx = scan_range(x, b0, b1, out, p, exclusive)
+                if check and (v if v >= 0 else -v) + (b1 - b0) * mx > I32_MAX:
+                    sus = True
+            suspect[c] = sus
+    return scan_int32
+
+
+# chunks on threads, and the serial twin for one chunk (its first call compiles no parfor)
+scan_int32 = variant(_make_scan_int32, True, name="scan_int32")
+scan_int32_serial = variant(_make_scan_int32, False, name="scan_int32_serial")
 
 
 def _segscan_codegen(context, builder, sig, args):
@@ -257,28 +267,36 @@ def segscan_range(typingctx, x, f, lo, hi, out, p, b, exclusive):
     return sig, _segscan_codegen
 
 
-@njit(cache=True, parallel=True)
-def segscan_int32(x, f, out, starts, exclusive, check, suspect, tails, has_flag, bad):
-    """``_seg_kernels.segscan_int``'s contract (chunk-local, a chunk's start acts
-    as a segment start; tails, has_flag, bad, suspect) with ``segscan_range``
-    per block of BLOCK elements; the overflow screen uses the block's max |x| that ``segscan_range`` returns."""
-    for c in prange(starts.size - 1):
-        lo, hi = starts[c], starts[c + 1]
-        p = np.int64(0)
-        b = np.int64(0)
-        o = np.int64(0)
-        sus = False
-        for b0 in range(lo, hi, BLOCK):
-            b1 = min(b0 + BLOCK, hi)
-            v = np.int64(np.int32(p - b))  # the open segment so far (exact while screened)
-            p, b, ob, mx = segscan_range(x, f, b0, b1, out, p, b, exclusive)
-            if check and (v if v >= 0 else -v) + (b1 - b0) * mx > I32_MAX:
-                sus = True
-            o |= ob
-        tails[c] = np.int64(np.int32(p - b))
-        has_flag[c] = o != 0
-        suspect[c] = sus
-        bad[c] = o
+def _make_segscan_int32(parallel):
+    @njit(cache=True, parallel=parallel)
+    def segscan_int32(x, f, out, starts, exclusive, check, suspect, tails, has_flag, bad):
+        """``_seg_kernels.segscan_int``'s contract (chunk-local, a chunk's start acts
+        as a segment start; tails, has_flag, bad, suspect) with ``segscan_range``
+        per block of BLOCK elements; the overflow screen uses the block's max |x| that ``segscan_range`` returns."""
+        parallel  # noqa: B018 (a closure cell: one cache entry per variant)
+        for c in prange(starts.size - 1):
+            lo, hi = starts[c], starts[c + 1]
+            p = np.int64(0)
+            b = np.int64(0)
+            o = np.int64(0)
+            sus = False
+            for b0 in range(lo, hi, BLOCK):
+                b1 = min(b0 + BLOCK, hi)
+                v = np.int64(np.int32(p - b))  # the open segment so far (exact while screened)
+                p, b, ob, mx = segscan_range(x, f, b0, b1, out, p, b, exclusive)
+                if check and (v if v >= 0 else -v) + (b1 - b0) * mx > I32_MAX:
+                    sus = True
+                o |= ob
+            tails[c] = np.int64(np.int32(p - b))
+            has_flag[c] = o != 0
+            suspect[c] = sus
+            bad[c] = o
+    return segscan_int32
+
+
+# chunks on threads, and the serial twin for one chunk (its first call compiles no parfor)
+segscan_int32 = variant(_make_segscan_int32, True, name="segscan_int32")
+segscan_int32_serial = variant(_make_segscan_int32, False, name="segscan_int32_serial")
 
 
 @intrinsic
@@ -301,43 +319,51 @@ def starts_prefix(typingctx, x, f, lo, hi, out, k, p, sparse, kend):
     return sig, _codegen
 
 
-@njit(cache=True, parallel=True)
-def segsum_int32(x, f, starts, bases, out, heads, tails, check, suspect, sparse):
-    """``_seg_kernels.segsum_int``'s contract (heads, tails, suspect; chunk c
-    writes its segments bases[c]+1 .. bases[c]+counts[c]) for int8/16/32 values
-    and an int32 ``out``, with ``starts_prefix`` per block of BLOCK elements
-    (``sparse``: its flag-group mode). The overflow screen uses the block's
-    max |x| that ``starts_prefix`` returns (no second read of the block)."""
-    for c in prange(starts.size - 1):
-        lo, hi = starts[c], starts[c + 1]
-        fs = f[lo:hi]
-        m = 0 if lo == 0 else _first_flag(fs)
-        if lo == 0 and fs.size > 0:
-            m = _first_flag(fs[1:]) + 1
-        heads[c] = sum_i64(x, lo, lo + m)
-        k = np.int64(bases[c])
-        p = np.int64(0)
-        b = np.int64(0)  # the prefix before the open segment's start
-        sus = False
-        first = bases[c] + 1
-        kend = bases[c + 1] + 1 if c + 1 < bases.size else out.size  # this chunk's slots end
-        for b0 in range(lo + m, hi, BLOCK):
-            b1 = min(b0 + BLOCK, hi)
-            v = np.int64(np.int32(p - b))  # the open segment so far (exact while screened)
-            k1, p, mx = starts_prefix(x, f, b0, b1, out, k, p, sparse, kend)
-            if check and (v if v >= 0 else -v) + (b1 - b0) * mx > I32_MAX:
-                sus = True
-            if k1 != k:
-                b = np.int64(out[k1])
-                # prefixes before consecutive starts -> the sums of the segments that ended,
-                # while the block's words are in L1 (a pass afterwards re-reads them from memory)
-                adjacent_diff(out, max(k, first), k1)
-                k = k1
-        # the chunk's last segment runs to its end
-        if k >= first:
-            tail = np.int32(np.int32(p) - out[k])
-            out[k] = tail
-            tails[c] = np.int64(tail)
-        else:
-            tails[c] = 0
-        suspect[c] = sus
+def _make_segsum_int32(parallel):
+    @njit(cache=True, parallel=parallel)
+    def segsum_int32(x, f, starts, bases, out, heads, tails, check, suspect, sparse):
+        """``_seg_kernels.segsum_int``'s contract (heads, tails, suspect; chunk c
+        writes its segments bases[c]+1 .. bases[c]+counts[c]) for int8/16/32 values
+        and an int32 ``out``, with ``starts_prefix`` per block of BLOCK elements
+        (``sparse``: its flag-group mode). The overflow screen uses the block's
+        max |x| that ``starts_prefix`` returns (no second read of the block)."""
+        parallel  # noqa: B018 (a closure cell: one cache entry per variant)
+        for c in prange(starts.size - 1):
+            lo, hi = starts[c], starts[c + 1]
+            fs = f[lo:hi]
+            m = 0 if lo == 0 else _first_flag(fs)
+            if lo == 0 and fs.size > 0:
+                m = _first_flag(fs[1:]) + 1
+            heads[c] = sum_i64(x, lo, lo + m)
+            k = np.int64(bases[c])
+            p = np.int64(0)
+            b = np.int64(0)  # the prefix before the open segment's start
+            sus = False
+            first = bases[c] + 1
+            kend = bases[c + 1] + 1 if c + 1 < bases.size else out.size  # this chunk's slots end
+            for b0 in range(lo + m, hi, BLOCK):
+                b1 = min(b0 + BLOCK, hi)
+                v = np.int64(np.int32(p - b))  # the open segment so far (exact while screened)
+                k1, p, mx = starts_prefix(x, f, b0, b1, out, k, p, sparse, kend)
+                if check and (v if v >= 0 else -v) + (b1 - b0) * mx > I32_MAX:
+                    sus = True
+                if k1 != k:
+                    b = np.int64(out[k1])
+                    # prefixes before consecutive starts -> the sums of the segments that ended,
+                    # while the block's words are in L1 (a pass afterwards re-reads them from memory)
+                    adjacent_diff(out, max(k, first), k1)
+                    k = k1
+            # the chunk's last segment runs to its end
+            if k >= first:
+                tail = np.int32(np.int32(p) - out[k])
+                out[k] = tail
+                tails[c] = np.int64(tail)
+            else:
+                tails[c] = 0
+            suspect[c] = sus
+    return segsum_int32
+
+
+# chunks on threads, and the serial twin for one chunk (its first call compiles no parfor)
+segsum_int32 = variant(_make_segsum_int32, True, name="segsum_int32")
+segsum_int32_serial = variant(_make_segsum_int32, False, name="segsum_int32_serial")

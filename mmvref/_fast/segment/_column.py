@@ -25,12 +25,12 @@ import numba
 import numpy as np
 
 from ..._threading import guarded
-from ..._validate import as_flags, as_indptr, as_values, check_bool, check_overflow
-from . import _portable as K
+from ..._validate import as_flags, as_indptr, as_values, check_bool, check_overflow, to_numpy
 from .. import _target
 from .._csr_input import check_indptr_order, long_segments
 from .._policy import kernel_result_dtype, like_input, narrow, narrowing, overflow_error, wrap_int
-from ..._validate import to_numpy
+from .._variants import threads_pay
+from . import _portable as K
 
 __all__ = ["scan_rows"]
 
@@ -74,7 +74,9 @@ _I64 = np.iinfo(np.int64)
 
 def _simd(family, rdt, xk):
     """The x86 kernel module of ``family`` (int8/16/32 values, int32 results) on the
-    chosen path, or None for the portable kernels of ``_seg_kernels``."""
+    chosen path, or None for the portable kernels of ``_seg_kernels``. Its kernels run the chunks
+    on threads; each has a serial twin (``*_serial``) for one chunk, the same code without the
+    parfor, whose first call compiles in about half the time (small inputs, one thread)."""
     if rdt != np.int32 or xk.dtype.itemsize > 4:
         return None
     fam = f"{family} (int8/16/32 -> int32)"
@@ -180,7 +182,8 @@ def _scan_1d(x, *, exclusive=False, dtype=None, overflow="raise", initial=0, int
         return like_input(out, src)
     check = overflow == "raise" and rdt == np.int32
     simd = _simd("scan", rdt, xk)
-    kernel = simd.scan_int32 if simd is not None else K.scan_int
+    # (one chunk, the kernel for several), the x86 one's serial twin for one chunk (see ``_simd``)
+    kernels = (simd.scan_int32_serial, simd.scan_int32) if simd is not None else (K.scan_int, K.scan_int)
     # Reduce-then-scan per super-block of at most _SCAN_SUPER elements (the carry crosses
     # the seams): the scan could re-read a super-block's values from the cache the
     # reduction just filled (see _SCAN_SUPER for why one block is the default).
@@ -200,7 +203,7 @@ def _scan_1d(x, *, exclusive=False, dtype=None, overflow="raise", initial=0, int
         np.cumsum(offs, out=offs)  # int64 words wrap; exactness is checked below
         carry[0] = offs[C]
         suspect = np.zeros(C, dtype=np.bool_)
-        kernel(xk, out, starts, offs[:C], bool(exclusive), check, suspect)
+        kernels[C > 1](xk, out, starts, offs[:C], bool(exclusive), check, suspect)
         sus_any = sus_any or bool(suspect.any())
     if overflow == "raise":
         lim = _I32 if rdt == np.int32 else _I64
@@ -254,7 +257,8 @@ def _segmented_scan_1d(x, flags, *, exclusive=False, dtype=None, overflow="raise
     check = overflow == "raise" and rdt == np.int32
     simd = _simd("segmented_scan", rdt, xk)
     if simd is not None:
-        simd.segscan_int32(xk, f, out, starts, ex, check, suspect, tails, has_flag, bad)
+        segscan = simd.segscan_int32 if C > 1 else simd.segscan_int32_serial
+        segscan(xk, f, out, starts, ex, check, suspect, tails, has_flag, bad)
     else:
         K.segscan_int(xk, f, out, starts, ex, check, suspect, tails, has_flag, bad)
     _raise_bad_flags(bad, f, "flags")
@@ -320,8 +324,8 @@ def _segmented_sum_1d(x, flags, *, dtype=None, overflow="raise", into=None):
         suspect = np.zeros(C, dtype=np.bool_)
         check = overflow == "raise"
         scratch = np.empty(n + 1, dtype=rdt)
-        simd.segsum_int32_nocount(xk, f, starts, scratch, heads, tails, counts, bad, check, suspect,
-                                  _SPARSE_STARTS)
+        nocount = simd.segsum_int32_nocount if C > 1 else simd.segsum_int32_nocount_serial
+        nocount(xk, f, starts, scratch, heads, tails, counts, bad, check, suspect, _SPARSE_STARTS)
         _raise_bad_flags(bad, f, "flags")
         np.cumsum(counts[:-1], out=bases[1:])
         nseg = 1 + int(counts.sum())
@@ -342,7 +346,8 @@ def _segmented_sum_1d(x, flags, *, dtype=None, overflow="raise", into=None):
     check = overflow == "raise" and rdt == np.int32
     if simd is not None:
         # every density: one compressed store per segment start, no branch per flag
-        simd.segsum_int32(xk, f, starts, bases, out, heads, tails, check, suspect, _SPARSE_STARTS * nseg < n)
+        segsum = simd.segsum_int32 if C > 1 else simd.segsum_int32_serial
+        segsum(xk, f, starts, bases, out, heads, tails, check, suspect, _SPARSE_STARTS * nseg < n)
     elif 64 * nseg < n:  # long segments: find flags 8 at a time, reduce each segment at SIMD width
         mins = np.zeros(C, dtype=np.int64)
         maxs = np.zeros(C, dtype=np.int64)
@@ -440,10 +445,12 @@ def _segment_sum_csr_1d(x, indptr, *, dtype=None, overflow="raise", into=None):
         # int32 words when they can be exact: sixteen lanes per step instead of eight
         words = np.int32 if rdt == np.int32 and xk.dtype.itemsize <= 4 else np.int64
         bufs = np.empty((rstarts.size - 1, _CSR_BLOCK), words)
-        K.csr_sums_int_short(xk, ip, rstarts, out, mins, maxs, bad, bufs, suspect)
+        # the tasks in turn below PARALLEL_MIN elements (the serial twin: the same bits)
+        sums = K.csr_sums_int_short if threads_pay(n) else K.csr_sums_int_short_serial
+        sums(xk, ip, rstarts, out, mins, maxs, bad, bufs, suspect)
         if suspect.any() and not (bad >= 0).any():  # a row might not fit int32: int64 words
             bufs = np.empty((rstarts.size - 1, _CSR_BLOCK), np.int64)
-            K.csr_sums_int_short(xk, ip, rstarts, out, mins, maxs, bad, bufs, suspect)
+            sums(xk, ip, rstarts, out, mins, maxs, bad, bufs, suspect)
         if (bad >= 0).any():
             check_indptr_order(ip)  # names the first offending position
             raise ValueError("indptr must be non-decreasing")

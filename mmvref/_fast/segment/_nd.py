@@ -34,6 +34,7 @@ import numpy as np
 from ..._validate import check_bool
 from .._csr_input import check_indptr_order, long_segments
 from .._policy import check_size, deliver, finish, like_input, out_buffer, overflow_error, result_dtypes
+from .._variants import threads_pay
 from . import _portable_nd as R
 
 __all__ = ["reduce_nd", "reduce3", "starts_indptr", "as3d", "reduce_code"]
@@ -115,17 +116,18 @@ def _run(x3, bounds, rows, op, out3, arg3, want_arg, empty_arg, t_b, t_lo, t_hi,
     assert out3.flags.c_contiguous and arg3.flags.c_contiguous  # the flat views below are written
     xf, of, af = x3.reshape(-1), out3.reshape(-1), arg3.reshape(-1)
     lo_hi, wrapped = None, False
+    par = t_b.size > 1 and threads_pay(B * (rows.size or E) * F)
     if x3.dtype.kind == "f":
         if _by_column(x3, rows, want_arg):  # one column in order: vector steps along segments
-            R.csr_reduce_column_float(op)(xf, E, bounds, t_b, t_lo, t_hi, of, bad)
+            R.csr_reduce_column_float(op, par)(xf, E, bounds, t_b, t_lo, t_hi, of, bad)
         else:
-            R.csr_reduce_float(op, want_arg, F, rows.size > 0)(xf, E, F, bounds, rows, t_b, t_lo, t_hi, of, af,
-                                                               empty_arg, bad)
+            R.csr_reduce_float(op, want_arg, F, rows.size > 0, par)(xf, E, F, bounds, rows, t_b, t_lo, t_hi, of,
+                                                                    af, empty_arg, bad)
     else:
         ranges = np.empty((t_b.size, 2), np.int64)
         flags = np.zeros(t_b.size, np.int64)
-        R.csr_reduce_int(op, want_arg, F, check, rows.size > 0)(xf, E, F, bounds, rows, t_b, t_lo, t_hi, of, af,
-                                                                empty_arg, bad, ranges, flags)
+        R.csr_reduce_int(op, want_arg, F, check, rows.size > 0, par)(xf, E, F, bounds, rows, t_b, t_lo, t_hi, of,
+                                                                     af, empty_arg, bad, ranges, flags)
         if t_b.size:
             lo_hi, wrapped = (int(ranges[:, 0].min()), int(ranges[:, 1].max())), bool(flags.any())
     if bad.any():
@@ -238,8 +240,8 @@ def _scatter_float(x3, index, op, n, cdt, want_arg, buf3=None):
         counts = np.empty(n if cdt_count is not None else 0, cdt_count or np.int32)
         assert out3.flags.c_contiguous  # written through its flat view
         parts = np.linspace(0, n, T + 1).astype(np.int64)
-        R.scatter_direct_float(op, want_arg)(x3.reshape(-1), B, E, F, n, index, parts, out3.reshape(-1),
-                                             arg3.reshape(-1), counts)
+        R.scatter_direct_float(op, want_arg, threads_pay(B * E * F))(x3.reshape(-1), B, E, F, n, index, parts,
+                                                                     out3.reshape(-1), arg3.reshape(-1), counts)
         counts = counts.astype(np.int64)
     if want_arg:  # segments whose values all equal the identity (+-inf): their first position
         stuck = (arg3 == E) & (counts > 0)[None, :, None]

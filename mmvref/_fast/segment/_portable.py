@@ -24,6 +24,7 @@ import numpy as np
 from numba import njit, prange
 from numba.cpython.unsafe.numbers import trailing_zeros
 
+from .._variants import variant
 from ._portable_vec import block_prefix, count_nonzero_or, prefetch, rows_from_prefix, same_width, sum_i64
 
 BLOCK = 1024
@@ -439,82 +440,90 @@ def csr_sums_int(x, indptr, rstarts, share, out, mins, maxs):
         maxs[t] = mx
 
 
-@njit(cache=True, parallel=True)
-def csr_sums_int_short(x, indptr, rstarts, out, mins, maxs, bad, bufs, suspect):
-    """Integer segment sums for short rows: one running prefix sum per task,
-    kept in an L1-sized buffer block by block; a row's sum is the prefix at its
-    end minus the prefix at the previous row's end. Avoids a loop set-up per
-    row, which dominates when rows hold ~10 elements.
+def _make_csr_sums_int_short(parallel):
+    @njit(cache=True, parallel=parallel)
+    def csr_sums_int_short(x, indptr, rstarts, out, mins, maxs, bad, bufs, suspect):
+        """Integer segment sums for short rows: one running prefix sum per task,
+        kept in an L1-sized buffer block by block; a row's sum is the prefix at its
+        end minus the prefix at the previous row's end. Avoids a loop set-up per
+        row, which dominates when rows hold ~10 elements.
 
-    ``bufs`` (tasks x B, row t for task t): int64 prefixes are exact; int32
-    prefixes (int8/16/32 values) wrap, take half the instructions, and a row's
-    value is its sum modulo 2**32: suspect[t] is set when the task's longest
-    row times its max |x| exceeds 2**31 - 1 (the caller then recomputes with
-    int64 buffers), so an unflagged task's values and mins/maxs are exact.
+        ``bufs`` (tasks x B, row t for task t): int64 prefixes are exact; int32
+        prefixes (int8/16/32 values) wrap, take half the instructions, and a row's
+        value is its sum modulo 2**32: suspect[t] is set when the task's longest
+        row times its max |x| exceeds 2**31 - 1 (the caller then recomputes with
+        int64 buffers), so an unflagged task's values and mins/maxs are exact.
 
-    It also checks the offsets it reads (so the caller needs no separate pass):
-    bad[t] >= 0 when task t saw a decreasing offset, else -1; buffer reads are
-    clamped, so unsorted offsets give garbage, never a wild read, and the
-    caller raises (naming the position after a separate search)."""
-    B = bufs.shape[1]
-    for t in prange(rstarts.size - 1):
-        r0, r1 = rstarts[t], rstarts[t + 1]
-        ip = indptr[r0:r1 + 1]
-        os = out[r0:r1]
-        nr = r1 - r0
-        e0 = ip[0]
-        e1 = ip[nr]
-        if e0 < 0 or e1 > x.size or e1 < e0:  # offsets out of order: no read outside x
-            for q in range(nr):
-                os[q] = 0
-            mins[t] = 0
-            maxs[t] = 0
-            bad[t] = r0
-            continue
-        buf = bufs[t]
-        mn = np.int64(0)
-        xmax = np.int64(0)
-        lmax = np.int64(0)
-        mx = np.int64(0)
-        first_bad = -1
-        unsorted = False
-        r = 0
-        while r < nr and ip[r + 1] == e0:  # leading empty rows
-            os[r] = 0
-            r += 1
-        prev = np.int64(0)
-        p = np.int64(0)
-        last = e0
-        for b0 in range(e0, e1, B):
-            b1 = min(b0 + B, e1)
-            prefetch(x, b1, min(b1 + B, e1))  # the next block's values arrive while this one is worked
-            p, bx = block_prefix(x, b0, b1, buf, p)  # the block's running prefix
-            xmax = max(xmax, bx)
-            r, prev, last, u, mn, mx, ln = rows_from_prefix(ip, r, nr, b0, b1, buf, prev, os, last, mn, mx)
-            lmax = max(lmax, ln)
-            unsorted |= u != 0
-            while r < nr and ip[r + 1] <= b1:  # the rows the eight-row steps left
-                end = ip[r + 1]
-                unsorted |= end < last  # branch-free: the caller finds the position
-                lmax = max(lmax, end - last)
-                last = end
-                j = min(np.uint64(end - 1 - b0), np.uint64(B - 1))  # clamped (negative -> huge -> B-1)
-                v = same_width(buf, buf[j] - prev)
-                os[r] = v
-                prev += v
-                mn = min(mn, v)
-                mx = max(mx, v)
+        It also checks the offsets it reads (so the caller needs no separate pass):
+        bad[t] >= 0 when task t saw a decreasing offset, else -1; buffer reads are
+        clamped, so unsorted offsets give garbage, never a wild read, and the
+        caller raises (naming the position after a separate search)."""
+        B = bufs.shape[1]
+        parallel  # noqa: B018 (a closure cell: one cache entry per variant)
+        for t in prange(rstarts.size - 1):
+            r0, r1 = rstarts[t], rstarts[t + 1]
+            ip = indptr[r0:r1 + 1]
+            os = out[r0:r1]
+            nr = r1 - r0
+            e0 = ip[0]
+            e1 = ip[nr]
+            if e0 < 0 or e1 > x.size or e1 < e0:  # offsets out of order: no read outside x
+                for q in range(nr):
+                    os[q] = 0
+                mins[t] = 0
+                maxs[t] = 0
+                bad[t] = r0
+                continue
+            buf = bufs[t]
+            mn = np.int64(0)
+            xmax = np.int64(0)
+            lmax = np.int64(0)
+            mx = np.int64(0)
+            first_bad = -1
+            unsorted = False
+            r = 0
+            while r < nr and ip[r + 1] == e0:  # leading empty rows
+                os[r] = 0
                 r += 1
-        for q in range(r, nr):  # rows the block loop never reached: only with unsorted offsets
-            if first_bad < 0 and (ip[q + 1] < ip[q] or ip[q + 1] > e1 or e1 < e0):
-                first_bad = r0 + q
-            os[q] = 0
-        if (e1 < e0 or unsorted) and first_bad < 0:
-            first_bad = r0
-        mins[t] = mn
-        maxs[t] = mx
-        bad[t] = first_bad
-        suspect[t] = lmax * xmax > I32_MAX
+            prev = np.int64(0)
+            p = np.int64(0)
+            last = e0
+            for b0 in range(e0, e1, B):
+                b1 = min(b0 + B, e1)
+                prefetch(x, b1, min(b1 + B, e1))  # the next block's values arrive while this one is worked
+                p, bx = block_prefix(x, b0, b1, buf, p)  # the block's running prefix
+                xmax = max(xmax, bx)
+                r, prev, last, u, mn, mx, ln = rows_from_prefix(ip, r, nr, b0, b1, buf, prev, os, last, mn, mx)
+                lmax = max(lmax, ln)
+                unsorted |= u != 0
+                while r < nr and ip[r + 1] <= b1:  # the rows the eight-row steps left
+                    end = ip[r + 1]
+                    unsorted |= end < last  # branch-free: the caller finds the position
+                    lmax = max(lmax, end - last)
+                    last = end
+                    j = min(np.uint64(end - 1 - b0), np.uint64(B - 1))  # clamped (negative -> huge -> B-1)
+                    v = same_width(buf, buf[j] - prev)
+                    os[r] = v
+                    prev += v
+                    mn = min(mn, v)
+                    mx = max(mx, v)
+                    r += 1
+            for q in range(r, nr):  # rows the block loop never reached: only with unsorted offsets
+                if first_bad < 0 and (ip[q + 1] < ip[q] or ip[q + 1] > e1 or e1 < e0):
+                    first_bad = r0 + q
+                os[q] = 0
+            if (e1 < e0 or unsorted) and first_bad < 0:
+                first_bad = r0
+            mins[t] = mn
+            maxs[t] = mx
+            bad[t] = first_bad
+            suspect[t] = lmax * xmax > I32_MAX
+    return csr_sums_int_short
+
+
+# tasks on threads, and the serial twin for one task (its first call compiles no parfor)
+csr_sums_int_short = variant(_make_csr_sums_int_short, True, name="csr_sums_int_short")
+csr_sums_int_short_serial = variant(_make_csr_sums_int_short, False, name="csr_sums_int_short_serial")
 
 
 # ----------------------------------------------------------------------------- compress

@@ -24,7 +24,9 @@ checked arithmetic are constants of each kernel, not runtime codes: ``csr_reduce
 ``scatter_private_float`` return the kernel made for them on first use, a closure over them
 (``cache=True``: one cache entry per closure value), whose other branches Numba prunes before
 typing, so a call compiles only the loop it runs. A kernel is a parallel loop over tasks calling
-its serial task body (``_Body``): the body is compiled once, outside the parfor machinery. The
+its serial task body (``_Body``): the body is compiled once, outside the parfor machinery; each
+kernel has a serial twin (``<name>__serial``) running the same tasks in turn, taken below
+``_variants.PARALLEL_MIN`` elements (the same bits; its first call compiles no parfor). The
 features are reduced in blocks of one vector width W (``block_widths(F)``: the widest of 32, 16,
 8, 4 that F holds, or F itself below 4), then, where features are left, one block of the
 narrowest width Wt that holds them, ending at F: it may recompute a few features of the block
@@ -222,14 +224,20 @@ def _typeof_body(val, c):
 
 
 def _compiled(name, body, make_kernel):
-    """``njit(cache=True, parallel=True)`` of ``make_kernel(_Body(name, body))``, named ``name``: the
-    name of its cache files and the module attribute under which it is listed (so that
-    tools/cold_start.py counts it)."""
-    py_func = make_kernel(_Body(name, body))
-    py_func.__name__ = py_func.__qualname__ = name
-    kernel = njit(cache=True, parallel=True)(py_func)
-    globals()[name] = kernel
-    return kernel
+    """The kernels of ``make_kernel(_Body(name, body))``: (parallel, serial), both ``cache=True``,
+    named ``name`` and ``name + "__serial"``: the names of their cache files and the module
+    attributes under which they are listed (so that tools/cold_start.py counts them). Both run
+    the same tasks through the same body, so they give the same bits; the serial one runs them in
+    turn, for inputs too small to gain from threads, and its compile skips the parfor passes
+    (a few tenths of a second per kernel: most first calls are on small inputs)."""
+    task_body = _Body(name, body)
+    made = []
+    for kname, parallel in ((name, True), (name + "__serial", False)):
+        py_func = make_kernel(task_body)  # a function object per kernel: the cache keys them by name
+        py_func.__name__ = py_func.__qualname__ = kname
+        made.append(njit(cache=True, parallel=parallel)(py_func))
+        globals()[kname] = made[-1]
+    return tuple(made)
 
 
 def _column_float_body(op):
@@ -402,29 +410,31 @@ def _int_kernel(op, want_arg, W, Wt, check, use_rows):
                      _int_kernel_of)
 
 
-def csr_reduce_column_float(op):
+def csr_reduce_column_float(op, parallel=True):
     """The one-column float kernel of reduction ``op``: kernel(x, E, bounds, t_b, t_lo, t_hi, out, bad)
-    (x: [B, E] flat, out: [B, N] flat)."""
-    return _column_kernel(_key(op, False)[0])
+    (x: [B, E] flat, out: [B, N] flat); its tasks run on threads when ``parallel``, else in turn
+    (the same bits either way)."""
+    return _column_kernel(_key(op, False)[0])[0 if parallel else 1]
 
 
-def csr_reduce_float(op, want_arg, F, use_rows):
+def csr_reduce_float(op, want_arg, F, use_rows, parallel=True):
     """The float kernel of reduction ``op`` (with args when ``want_arg``, min/max) for F features,
     reading positions through ``rows`` when ``use_rows``: kernel(x, E, F, bounds, rows, t_b, t_lo,
-    t_hi, out, arg, empty_arg, bad) (x: [B, E, F], out and arg: [B, N, F], all flat)."""
+    t_hi, out, arg, empty_arg, bad) (x: [B, E, F], out and arg: [B, N, F], all flat); tasks on threads
+    when ``parallel``, else in turn."""
     op, want_arg = _key(op, want_arg)
-    return _float_kernel(op, want_arg, *block_widths(F), bool(use_rows))
+    return _float_kernel(op, want_arg, *block_widths(F), bool(use_rows))[0 if parallel else 1]
 
 
-def csr_reduce_int(op, want_arg, F, check, use_rows):
+def csr_reduce_int(op, want_arg, F, check, use_rows, parallel=True):
     """The integer kernel of reduction ``op`` for F features, in checked int64 arithmetic when
     ``check`` (sums, means and products only), reading positions through ``rows`` when
     ``use_rows``: kernel(x, E, F, bounds, rows, t_b, t_lo, t_hi, out, arg, empty_arg, bad, ranges, flags)
-    (x, out, arg flat, as ``csr_reduce_float``)."""
+    (x, out, arg flat, as ``csr_reduce_float``); tasks on threads when ``parallel``, else in turn."""
     op, want_arg = _key(op, want_arg)
     check = bool(check) and op in (SUM, MEAN, PROD)
     W, Wt = (1, 0) if check else block_widths(F)  # checked: scalar, no vector blocks
-    return _int_kernel(op, want_arg, W, Wt, check, bool(use_rows))
+    return _int_kernel(op, want_arg, W, Wt, check, bool(use_rows))[0 if parallel else 1]
 
 
 @njit(cache=True, parallel=True)
@@ -592,16 +602,16 @@ def _private_kernel(op, want_arg):
                      _private_kernel_of)
 
 
-def scatter_direct_float(op, want_arg):
+def scatter_direct_float(op, want_arg, parallel=True):
     """scatter's owned-ids float kernel of reduction ``op``: kernel(x, B, E, F, n, index, parts, out,
-    arg, counts)."""
-    return _direct_kernel(*_key(op, want_arg))
+    arg, counts); parts on threads when ``parallel``, else in turn."""
+    return _direct_kernel(*_key(op, want_arg))[0 if parallel else 1]
 
 
-def scatter_private_float(op, want_arg):
+def scatter_private_float(op, want_arg, parallel=True):
     """scatter's private-copy float kernel of reduction ``op``: kernel(x, B, E, F, n, index, cuts,
-    priv, parg, pcount)."""
-    return _private_kernel(*_key(op, want_arg))
+    priv, parg, pcount); pieces on threads when ``parallel``, else in turn."""
+    return _private_kernel(*_key(op, want_arg))[0 if parallel else 1]
 
 
 @njit(cache=True, inline="always")
@@ -831,16 +841,17 @@ def _scan_int_kernel(seg, exclusive, check):
                      _scan_int_body(seg, exclusive, check), _scan_int_kernel_of)
 
 
-def column_scan_float(seg, exclusive):
+def column_scan_float(seg, exclusive, parallel=True):
     """The float column-scan kernel, segmented (restarting at flags) when ``seg``:
-    kernel(x, B, E, F, flags, out) (x and out: [B, E, F], flat)."""
-    return _scan_float_kernel(bool(seg), bool(exclusive))
+    kernel(x, B, E, F, flags, out) (x and out: [B, E, F], flat); on threads when ``parallel``."""
+    return _scan_float_kernel(bool(seg), bool(exclusive))[0 if parallel else 1]
 
 
-def column_scan_int(seg, exclusive, check):
+def column_scan_int(seg, exclusive, check, parallel=True):
     """The integer column-scan kernel, with checked int64 adds when ``check``:
-    kernel(x, B, E, F, flags, out, ranges, wrapped) (x and out: [B, E, F], flat)."""
-    return _scan_int_kernel(bool(seg), bool(exclusive), bool(check))
+    kernel(x, B, E, F, flags, out, ranges, wrapped) (x and out: [B, E, F], flat); on threads when
+    ``parallel``."""
+    return _scan_int_kernel(bool(seg), bool(exclusive), bool(check))[0 if parallel else 1]
 
 
 @njit(cache=True, parallel=True)
