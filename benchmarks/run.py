@@ -6,7 +6,7 @@ import platform
 import sys
 import time
 
-from . import gnn, out_param, report, scan_family, sparse_products
+from . import gnn, out_param, prepared, report, scan_family, sparse_products
 from .harness import Missing, Result, Skip, _our, copy_bandwidth, free, time_interleaved
 from .ops import FULL_N, OPS, QUICK_N, op_names
 
@@ -15,8 +15,9 @@ OPS.update(scan_family.OPS)
 OPS.update(sparse_products.OPS)
 OPS.update(gnn.OPS)
 OPS.update(out_param.OPS)
+OPS.update(prepared.OPS)
 #: names that --ops expands to several benches
-GROUPS = {"gnn": list(gnn.OPS), "out": list(out_param.OPS)}
+GROUPS = {"gnn": list(gnn.OPS), "out": list(out_param.OPS), "prepared": list(prepared.OPS)}
 
 __all__ = ["main", "run"]
 

@@ -116,16 +116,15 @@ class SpgemmBench(OpBench):
         lines = ["| matrix | workspace | rows | paper model MB | peak above inputs MB | result MB | "
                  "temporaries MB |", "|---|---|---|---:|---:|---:|---:|"]
         notes = set()
-        for case in self.cases(quick):
-            for ws in ("dense", "sparse"):
-                for staged in (True, False):
-                    m = _peak_in_fresh_process(case.params["matrix"], ws, staged)
-                    if "error" in m:
-                        notes.add(m["error"])
-                        continue
-                    lines.append(f"| {case.params['matrix']} | {ws} | {'staged' if staged else 'counted'} | "
-                                 f"{m['model_bytes'] / 1e6:.1f} | {m['peak'] / 1e6:.1f} | {m['result'] / 1e6:.1f} | "
-                                 f"{(m['peak'] - m['result']) / 1e6:.1f} |")
+        runs = [(case.params["matrix"], ws, staged) for case in self.cases(quick) for ws in ("dense", "sparse")
+                for staged in (True, False)]
+        for (key, ws, staged), m in zip(runs, _peaks_in_fresh_processes(runs)):
+            if "error" in m:
+                notes.add(m["error"])
+                continue
+            lines.append(f"| {key} | {ws} | {'staged' if staged else 'counted'} | "
+                         f"{m['model_bytes'] / 1e6:.1f} | {m['peak'] / 1e6:.1f} | {m['result'] / 1e6:.1f} | "
+                         f"{(m['peak'] - m['result']) / 1e6:.1f} |")
         out = "\n".join(lines)
         out += ("\n\nPaper model: dense = threads x n_cols x 13 B (one workspace per thread), sparse = "
                 "products x 12 B (every product held as a coordinate entry). Peak: the process's resident "
@@ -176,15 +175,29 @@ def _peak_child(key, workspace, staged):
     return {"peak": peak, "result": result, "model_bytes": model}
 
 
-def _peak_in_fresh_process(key, workspace, staged):
+def _peaks_in_fresh_processes(runs):
+    """``_peak_child(*run)`` of each run, each in a fresh (spawned) process of its own, two at a time:
+    a process's high-water mark is its own, so two beside each other measure what one alone would
+    (a reused process could hand an allocation back from memory its last call freed)."""
     import concurrent.futures
     import multiprocessing
 
+    def failed(run, exc):  # a report line, not a crash of the whole benchmark run
+        return {"error": f"peak memory of {run[0]}/{run[1]} not measured: {type(exc).__name__}: {exc}"}
+
     try:
-        with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as ex:
-            return ex.submit(_peak_child, key, workspace, staged).result(timeout=600)
-    except Exception as exc:  # a report line, not a crash of the whole benchmark run
-        return {"error": f"peak memory of {key}/{workspace} not measured: {type(exc).__name__}: {exc}"}
+        with concurrent.futures.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"),
+                                                    max_tasks_per_child=1) as ex:
+            futures = [ex.submit(_peak_child, *run) for run in runs]
+            results = []
+            for run, fut in zip(runs, futures):
+                try:
+                    results.append(fut.result(timeout=600))
+                except Exception as exc:
+                    results.append(failed(run, exc))
+            return results
+    except Exception as exc:
+        return [failed(run, exc) for run in runs]
 
 
 OPS = {b.name: b for b in (SpmmBench(), SpgemmBench())}

@@ -1,6 +1,6 @@
 """python -m conformance --backend NAME [--ops OP ...] [--max-examples N] [--seed S] [--report DIR]
 
-NAME: mmvref, emulation, tcuscan, dask (``npu.BACKENDS``), ``package.module:attribute``
+NAME: mmvref, mmvref-prepared, emulation, tcuscan, dask (``npu.BACKENDS``), ``package.module:attribute``
 naming any backend object, or ``faulty:FAULT:BASE`` (a named fault injected into
 BASE). ``--mutation-score`` runs every fault of ``conformance.faults`` against
 the backend and reports which were detected. ``--replay FILE`` re-runs a saved

@@ -1,6 +1,6 @@
 """Backend resolution. A backend is an object whose methods are registry op
 names, taking and returning numpy arrays (the protocol of ``npu``): the named
-ones are ``npu.BACKENDS`` (mmvref, emulation, tcuscan, dask); any other is given as
+ones are ``npu.BACKENDS`` (mmvref, mmvref-prepared, emulation, tcuscan, dask); any other is given as
 ``package.module:attribute`` (an object, or a class/factory called with no
 arguments).
 

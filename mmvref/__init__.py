@@ -39,7 +39,7 @@ from ._fast.segment import (
     segmented_scan,
     segmented_sum,
 )
-from ._fast.sparse import spgemm, spmm, spmv
+from ._fast.sparse import PreparedMatrix, prepare, spgemm, spmm, spmv
 from ._version import __version__
 from .registry import REGISTRY
 
@@ -50,6 +50,6 @@ __all__ = [
     "scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "segment_csr", "segment_coo", "scatter",
     "gather_csr", "compress", "compress_ind", "spmv",
     "batched_scan", "split", "split_ind", "radix_sort", "argsort", "topk", "weighted_sample", "top_p_sample",
-    "spmm", "spgemm",
+    "spmm", "spgemm", "prepare", "PreparedMatrix",
     "golden", "mmv", "bounds", "registry", "REGISTRY", "show_config", "__version__",
 ]

@@ -76,7 +76,7 @@ OPS = (
     "scan", "segmented_scan", "segmented_sum", "segment_sum_csr", "segment_csr", "segment_coo", "scatter",
     "gather_csr", "compress", "compress_ind", "spmv",
     "batched_scan", "split", "split_ind", "radix_sort", "argsort", "topk", "weighted_sample", "top_p_sample",
-    "spmm", "spgemm",
+    "spmm", "spgemm", "prepare",
 )
 #: the dtypes compiled by default
 DTYPES = ("float32", "float64", "int32", "int64")
@@ -278,13 +278,21 @@ def _spgemm(m, i):
             m.spgemm(A, A, workspace=ws)
 
 
+def _prepare(m, i):
+    for A in (i.A, i.A64):
+        P = m.prepare(A)
+        P @ i.x
+        P @ i.D
+        P.rmatvec(i.x[:A.shape[0]])
+
+
 _CALLS = {
     "scan": _scan, "segmented_scan": _segmented_scan, "segmented_sum": _segmented_sum,
     "segment_sum_csr": _segment_sum_csr, "segment_csr": _segment_csr, "segment_coo": _segment_coo,
     "scatter": _scatter, "gather_csr": _gather_csr, "compress": _compress, "compress_ind": _compress_ind,
     "spmv": _spmv, "batched_scan": _batched_scan, "split": _split, "split_ind": _split_ind,
     "radix_sort": _radix_sort, "argsort": _argsort, "topk": _topk, "weighted_sample": _weighted_sample,
-    "top_p_sample": _top_p_sample, "spmm": _spmm, "spgemm": _spgemm,
+    "top_p_sample": _top_p_sample, "spmm": _spmm, "spgemm": _spgemm, "prepare": _prepare,
 }
 assert tuple(_CALLS) == OPS
 

@@ -28,6 +28,7 @@ __all__ = ["is_available", "missing", "NpuUnavailableError",
 #: backend names of the conformance runner -> "module:class"
 BACKENDS = {
     "mmvref": "npu._mmvref_backend:MmvrefBackend",
+    "mmvref-prepared": "npu._mmvref_backend:MmvrefPreparedBackend",
     "emulation": "npu._emulation:TorchEmulationBackend",
     "tcuscan": "npu._tcuscan:TcuscanBackend",
     "dask": "npu._dask_backend:DaskBackend",

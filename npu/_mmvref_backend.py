@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from mmvref.registry import REGISTRY
 
-__all__ = ["MmvrefBackend"]
+__all__ = ["MmvrefBackend", "MmvrefPreparedBackend"]
 
 
 class MmvrefBackend:
@@ -37,3 +37,27 @@ class MmvrefBackend:
 
     def __repr__(self):
         return "MmvrefBackend()"
+
+
+class MmvrefPreparedBackend(MmvrefBackend):
+    """``MmvrefBackend`` whose ``spmv`` and ``spmm`` go through a prepared matrix
+    (``mmvref.prepare(A, overflow=...)``, then ``P @ x`` / ``P @ D``): the suite checks the prepared
+    path with the same inputs, references and bounds as the one-shot functions. Every other op is
+    ``MmvrefBackend``'s."""
+
+    name = "mmvref-prepared"
+
+    @staticmethod
+    def spmv(A, x, overflow="raise"):
+        import mmvref
+
+        return mmvref.prepare(A, overflow=overflow).matvec(x)
+
+    @staticmethod
+    def spmm(A, D, overflow="raise"):
+        import mmvref
+
+        return mmvref.prepare(A, overflow=overflow).matmat(D)
+
+    def __repr__(self):
+        return "MmvrefPreparedBackend()"

@@ -42,6 +42,7 @@ CALLS = {
     "top_p_sample": "mmvref.top_p_sample(p2, 0.9, np.full(4, 0.5))",
     "spmm": "mmvref.spmm(A, x2)",
     "spgemm": "mmvref.spgemm(A, A)",
+    "prepare": "mmvref.prepare(A) @ x",
 }
 FLOAT_ONLY = {"weighted_sample", "top_p_sample"}
 

@@ -62,7 +62,7 @@ from . import _portable_spgemm as KG
 from . import _portable_spmm as KM
 from . import _portable_spmv as K
 
-__all__ = ["spmv", "spmm", "spgemm"]
+__all__ = ["spmv", "spmm", "spgemm", "spmv_arrays", "spmv_plan", "spmm_arrays", "spmm_tasks", "row_kinds"]
 
 #: cost (nonzeros + ROW_COST * rows) per chunk below which fewer chunks are used
 #: (one chunk runs on the calling thread); tests lower it to split rows across
@@ -130,52 +130,78 @@ def spmv(A, x, *, overflow="raise"):
     if x.shape[0] != n:
         raise ValueError(f"x has length {x.shape[0]} but A has {n} columns (shape {(m, n)})")
     data = np.ascontiguousarray(as_values(to_numpy(data, "data"), "data"))
-    rdt = result_dtype(np.result_type(data.dtype, x.dtype))
     indptr, indices = index_arrays(indptr, indices, data, m, n)
-    nnz = data.shape[0]
+    return like_input(spmv_arrays(indptr, indices, data, x, m, n, overflow), src)
 
-    if nnz == 0 or m == 0:
-        return like_input(np.zeros(m, dtype=rdt), src)
-    if n == 0:  # entries but no column for them
-        raise_invalid(indptr, indices, data, n)
 
+def spmv_plan(indptr, m, nnz):
+    """The chunks of an SpMV over this structure for the current thread count: (R, E), chunk c
+    holding rows R[c]..R[c+1] and entries E[c]..E[c+1] (``partition``: about equal cost, entries +
+    ROW_COST per row, a merge-path split of rows and entries; rows cut by a chunk border are
+    combined from the chunks' parts afterwards). A structure without rows outside every chunk
+    (offsets in order) gives R[0] = 0 and R[-1] = m."""
     C = _n_chunks(nnz + K.ROW_COST * m)
     if C == 1:  # one chunk: all rows, all entries (what partition gives; the kernels check every row)
-        R = np.array([0, m], np.int64)
-        E = np.array([0, nnz], np.int64)
-    else:
-        R, E = K.partition(indptr, C, K.ROW_COST)
-        if R[0] != 0 or R[-1] != m:  # only offsets out of order leave rows outside every chunk
-            raise_invalid(indptr, indices, data, n)
+        return np.array([0, m], np.int64), np.array([0, nnz], np.int64)
+    return K.partition(indptr, C, K.ROW_COST)
+
+
+def spmv_arrays(indptr, indices, data, x, m, n, overflow, plan=None, out=None, kinds=None):
+    """y = A x from validated parts (``spmv`` and ``PreparedMatrix.matvec``: one code path): data
+    contiguous values, indptr/indices as ``index_arrays`` gives them, x 1-D of length n. ``plan``:
+    ``spmv_plan``'s (R, E) (made here when None); ``out``: a contiguous array of m elements of the
+    result dtype receiving y (float results only: integers are checked in int64 words first);
+    ``kinds``: the float kernel's row kinds for this plan (``row_kinds``), when known. The structure
+    is checked in the kernel's pass whatever was known before (an invalid one raises ValueError)."""
+    rdt = result_dtype(np.result_type(data.dtype, x.dtype))
+    nnz = data.shape[0]
+    if nnz == 0 or m == 0:
+        if out is not None:
+            out[...] = 0
+            return out
+        return np.zeros(m, dtype=rdt)
+    if n == 0:  # entries but no column for them
+        raise_invalid(indptr, indices, data, n)
+    R, E = spmv_plan(indptr, m, nnz) if plan is None else plan
+    if R[0] != 0 or R[-1] != m:  # only offsets out of order leave rows outside every chunk
+        raise_invalid(indptr, indices, data, n)
+    C = R.size - 1
     umax = np.zeros(C, dtype=np.uint64)
     bad = np.zeros(C, dtype=np.bool_)
     if rdt.kind == "f":
-        y = _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n)
-    else:
-        y = _int(indptr, indices, data, x, rdt, R, E, umax, bad, m, n, overflow)
-    return like_input(y, src)
+        return _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n, out, kinds)
+    y = _int(indptr, indices, data, x, rdt, R, E, umax, bad, m, n, overflow)
+    if out is not None:
+        out[...] = y
+        return out
+    return y
 
 
 # ----------------------------------------------------------------------------- paths
 
-def _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n):
+def _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n, out=None, kinds=None):
     # values of another dtype (float16, integers with float x) are converted first: exact (the result
     # dtype holds them, see spmv's docstring), one extra pass over the values, and the kernels compile
     # for two value dtypes instead of seven (cold start, every user's first call)
     if data.dtype != rdt:
         data = data.astype(rdt)
     xk = np.ascontiguousarray(x, dtype=rdt)
-    y = np.empty(m, dtype=rdt)
+    y = np.empty(m, dtype=rdt) if out is None else out
     C = R.size - 1
     first = np.zeros(C, dtype=rdt)
     last = np.zeros(C, dtype=rdt)
     P = _path()
-    long_rows, short_rows = _row_kinds(indptr, R, P.LONG_ROW)
+    long_rows, short_rows = _row_kinds(indptr, R, P.LONG_ROW) if kinds is None else kinds
     kernel = K.float_kernel(C > 1, long_rows, short_rows, P.SCALAR_SHORT)
     kernel(indptr, indices, data, xk, y, R, E, first, last, umax, bad, P.GATHER, P.LONG_ROW, P.SCALAR_SHORT)
     _check_flags(indptr, indices, data, n, umax, bad)
     _combine(y, R, first, last)
     return y
+
+
+def row_kinds(indptr, R):
+    """The float kernel's row kinds for the chunks R on the chosen path (``spmv_arrays``'s ``kinds``)."""
+    return _row_kinds(indptr, R, _path().LONG_ROW)
 
 
 def _row_kinds(indptr, R, long_row):
@@ -324,6 +350,21 @@ def spmm(A, D, *, overflow="raise"):
     D = as_values(to_numpy(D, "D"), "D", ndim=2)
     if D.shape[0] != n:
         raise ValueError(f"D must have {n} rows (A has {n} columns), got shape {D.shape}")
+    return like_input(spmm_arrays(indptr, indices, data, D, m, n, overflow), src)
+
+
+def spmm_tasks(indptr, m, nnz, k):
+    """The row tasks of an SpMM with k columns over this structure for the current thread count:
+    one task (the calling thread) below SERIAL_COST, else tasks of about equal entries."""
+    if (nnz + m) * k < SERIAL_COST:
+        return np.array([0, m], np.int64)
+    return _tasks(indptr, numba.get_num_threads() * 4)
+
+
+def spmm_arrays(indptr, indices, data, D, m, n, overflow, tasks=None, out=None):
+    """O = A D from validated parts (``spmm`` and ``PreparedMatrix.matmat``: one code path); D 2-D
+    with n rows. ``tasks``: ``spmm_tasks``'s (made here when None); ``out``: a C-contiguous (m, k)
+    array of the result dtype receiving O (float results only)."""
     dt = np.result_type(data, D)
     rdt = result_dtype(dt)
     k = D.shape[1]
@@ -334,20 +375,25 @@ def spmm(A, D, *, overflow="raise"):
     if m == 0 or k == 0 or nnz == 0:
         if nnz:  # no columns of D: the kernel pass that checks the structure does not run
             _validate(indptr, indices, data, n, "A")
-        return like_input(np.zeros((m, k), rdt), src)
-    out = np.empty(m * k, wd)
+        if out is not None:
+            out[...] = 0
+            return out
+        return np.zeros((m, k), rdt)
+    res = np.empty(m * k, wd) if out is None or dt.kind != "f" else out.reshape(-1)
     Dw = np.ascontiguousarray(D, dtype=wd).reshape(-1)
-    serial = (nnz + m) * k < SERIAL_COST
-    tasks = np.array([0, m], np.int64) if serial else _tasks(indptr, numba.get_num_threads() * 4)
+    if tasks is None:
+        tasks = spmm_tasks(indptr, m, nnz, k)
     bad = np.zeros(tasks.size - 1, np.bool_)
-    KM.rows_kernel(k, not serial)(indptr, indices, np.ascontiguousarray(data, dtype=wd), Dw, k, n, out, tasks,
-                                  wd.type(0), bad)
+    KM.rows_kernel(k, tasks.size > 2)(indptr, indices, np.ascontiguousarray(data, dtype=wd), Dw, k, n, res, tasks,
+                                      wd.type(0), bad)
     if bad.any():
         raise_invalid(indptr, indices, data, n)
-    out = out.reshape(m, k)
+    res = res.reshape(m, k)
     if dt.kind != "f":
-        out = _spmm_int_result(out, indptr, indices, data, D, rdt, overflow)
-    return like_input(out, src)
+        res = _spmm_int_result(res, indptr, indices, data, D, rdt, overflow)
+        if out is not None:
+            out[...] = res
+    return res if out is None else out
 
 
 def _spmm_int_result(out, indptr, indices, data, D, rdt, overflow):

@@ -1,0 +1,270 @@
+"""``mmvref.prepare`` and ``PreparedMatrix``: a CSR matrix prepared once for many products. The
+sparse family's second boundary (``ops`` is the first: one-shot products): ``prepare`` validates and
+normalises the matrix once, the methods their vectors.
+
+What ``spmv`` and ``spmm`` decide from the structure alone is decided here once and kept: the index
+dtype (int32 where the matrix fits), the structure check (offsets in order, column indices in range),
+the chunks of the SpMV for the thread count (``ops.spmv_plan``: a merge-path split of rows and
+entries into chunks of about equal cost; rows cut by a chunk border are combined from the chunks'
+parts), the float kernel's row kinds, the SpMM's row tasks per column count, and, on the first
+``rmatvec``, the transpose (its structure and the permutation that carries values over). Each
+product then runs the same code as ``spmv`` / ``spmm`` (``ops.spmv_arrays`` / ``ops.spmm_arrays``),
+so it gives the same bits as they do with the same thread count.
+
+Thread safety: the plans are immutable arrays swapped in whole (a changed thread count makes new
+ones); every call allocates its own result and scratch, so concurrent calls share nothing they
+write. Pickling keeps the arrays and the options; the plans are made again where it is unpickled
+(its thread count may differ).
+"""
+from __future__ import annotations
+
+import threading
+
+import numba
+import numpy as np
+
+from ..._dtypes import result_dtype
+from ..._threading import guarded
+from ..._validate import as_values, check_overflow, is_tensor, to_numpy
+from .._csr_input import csr_parts, index_arrays, raise_invalid
+from .._policy import like_input
+from . import ops
+
+__all__ = ["PreparedMatrix", "prepare"]
+
+
+class PreparedMatrix:
+    """A CSR matrix prepared for repeated products: ``P @ x``, ``P.matvec(x)``, ``P @ X``,
+    ``P.matmat(X)``, ``P.rmatvec(y)`` (A^T y), ``P.rmatmat(Y)``, and ``P.aslinearoperator()`` for
+    ``scipy.sparse.linalg`` (cg, gmres, minres, eigsh, lsqr, ...). Made by ``mmvref.prepare(A)``.
+
+    Attributes: ``shape`` (m, n), ``dtype`` (of the stored values), ``nnz``, and the CSR arrays
+    ``indptr``, ``indices``, ``data`` as kept (int32 indices where they fit). ``overflow``: the
+    integer overflow rule of every product ("raise" or "wrap", as ``spmv``).
+
+    Results follow ``spmv`` / ``spmm``: numpy in, numpy out; a torch CPU tensor in, a tensor out;
+    the result dtype is the project rule on ``np.result_type(data, x)``; floats within the
+    per-row bound of ``spmv``, integers exact. ``out=`` (float results): a C-contiguous array of
+    the result's shape and dtype, written in place and returned.
+    """
+
+    def __init__(self, indptr, indices, data, shape, overflow="raise"):
+        """From parts already checked by ``mmvref.prepare`` (use that)."""
+        self.indptr, self.indices, self.data = indptr, indices, data
+        self.shape = (int(shape[0]), int(shape[1]))
+        self.overflow = overflow
+        self._lock = threading.Lock()
+        self._spmv = None  # (threads, (R, E), {LONG_ROW: kinds})
+        self._spmm = {}  # (threads, k) -> tasks
+        self._transpose = None  # (PreparedMatrix of A^T, permutation of the values)
+
+    # ------------------------------------------------------------------ attributes
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def nnz(self):
+        return int(self.data.shape[0])
+
+    @property
+    def ndim(self):
+        return 2
+
+    def __repr__(self):
+        return (f"<PreparedMatrix {self.shape[0]}x{self.shape[1]}, {self.nnz} stored entries, {self.dtype}, "
+                f"{self.indices.dtype} indices>")
+
+    def __reduce__(self):
+        return (PreparedMatrix, (self.indptr, self.indices, self.data, self.shape, self.overflow))
+
+    # ------------------------------------------------------------------ plans
+
+    def _spmv_plan(self):
+        T = numba.get_num_threads()
+        plan = self._spmv
+        if plan is None or plan[0] != T:  # a changed thread count re-partitions
+            m = self.shape[0]
+            plan = self._spmv = (T, ops.spmv_plan(self.indptr, m, self.nnz), {})
+        return plan
+
+    def _kinds(self, plan):
+        long_row = ops._path().LONG_ROW
+        kinds = plan[2].get(long_row)
+        if kinds is None:
+            kinds = plan[2][long_row] = ops.row_kinds(self.indptr, plan[1][0])
+        return kinds
+
+    def _spmm_tasks(self, k):
+        key = (numba.get_num_threads(), k)
+        tasks = self._spmm.get(key)
+        if tasks is None:
+            tasks = self._spmm[key] = ops.spmm_tasks(self.indptr, self.shape[0], self.nnz, k)
+        return tasks
+
+    # ------------------------------------------------------------------ products
+
+    @guarded
+    def matvec(self, x, out=None):
+        """y = A x for x of length n (1-D, or an (n, 1) column as scipy's LinearOperator passes)."""
+        src = x
+        m, n = self.shape
+        x = to_numpy(x, "x")
+        x = as_values(x, "x", ndim=np.ndim(x))
+        column = x.ndim == 2 and x.shape[1] == 1
+        if x.ndim != 1 and not column:
+            raise ValueError(f"x must be 1-D of length {n} (or an ({n}, 1) column), got shape {x.shape}")
+        x = x.reshape(-1)
+        if x.shape[0] != n:
+            raise ValueError(f"x has length {x.shape[0]} but the matrix has {n} columns (shape {(m, n)})")
+        rdt = result_dtype(np.result_type(self.data.dtype, x.dtype))
+        buf = _out(out, (m,), rdt)
+        plan = self._spmv_plan()
+        kinds = self._kinds(plan) if rdt.kind == "f" and rdt == self.data.dtype else None
+        y = ops.spmv_arrays(self.indptr, self.indices, self.data, x, m, n, self.overflow, plan[1], buf, kinds)
+        if column:
+            y = y.reshape(m, 1)
+        return y if out is not None else like_input(y, src)
+
+    @guarded
+    def matmat(self, X, out=None):
+        """Y = A X for a dense X of n rows (2-D)."""
+        src = X
+        m, n = self.shape
+        X = as_values(to_numpy(X, "X"), "X", ndim=2)
+        if X.shape[0] != n:
+            raise ValueError(f"X must have {n} rows (the matrix has {n} columns), got shape {X.shape}")
+        rdt = result_dtype(np.result_type(self.data.dtype, X.dtype))
+        buf = _out(out, (m, X.shape[1]), rdt)
+        tasks = self._spmm_tasks(X.shape[1])
+        Y = ops.spmm_arrays(self.indptr, self.indices, self.data, X, m, n, self.overflow, tasks, buf)
+        return Y if out is not None else like_input(Y, src)
+
+    def __matmul__(self, other):
+        nd = getattr(other, "ndim", None)
+        if nd is None:
+            nd = np.ndim(other)
+        return self.matmat(other) if nd == 2 else self.matvec(other)
+
+    def dot(self, other):
+        return self @ other
+
+    @property
+    def T(self):
+        """A^T as a PreparedMatrix (made on first use, then kept; ``update_values`` carries new
+        values over to it)."""
+        return self._transposed()
+
+    def rmatvec(self, y, out=None):
+        """A^T y for y of length m."""
+        return self._transposed().matvec(y, out=out)
+
+    def rmatmat(self, Y, out=None):
+        """A^T Y for a dense Y of m rows."""
+        return self._transposed().matmat(Y, out=out)
+
+    def _transposed(self):
+        t = self._transpose
+        if t is None:
+            with self._lock:
+                t = self._transpose
+                if t is None:
+                    t = self._transpose = _transpose(self)
+        return t[0]
+
+    # ------------------------------------------------------------------ values
+
+    def update_values(self, data):
+        """New values for the same pattern: ``data`` holds ``nnz`` values in the order of the stored
+        entries (the order of ``indptr`` / ``indices``); the plans are kept. Returns self."""
+        new = to_numpy(data, "data")
+        new = np.ascontiguousarray(as_values(new, "data", ndim=np.ndim(new)))
+        if new.ndim != 1 or new.shape[0] != self.nnz:
+            raise ValueError(f"update_values: data must be 1-D with {self.nnz} values (the stored entries of the "
+                             f"pattern), got shape {new.shape}; a new pattern needs mmvref.prepare")
+        with self._lock:
+            self.data = new
+            t = self._transpose
+            if t is not None:
+                t[0].update_values(new[t[1]])
+        return self
+
+    # ------------------------------------------------------------------ scipy
+
+    def aslinearoperator(self):
+        """This matrix as a ``scipy.sparse.linalg.LinearOperator`` (matvec, rmatvec, matmat,
+        rmatmat), which ``cg``, ``gmres``, ``minres``, ``eigsh``, ``lsqr`` accept."""
+        from scipy.sparse.linalg import LinearOperator
+
+        dtype = result_dtype(self.data.dtype)
+        return LinearOperator(self.shape, matvec=self.matvec, rmatvec=self.rmatvec, matmat=self.matmat,
+                              rmatmat=self.rmatmat, dtype=dtype)
+
+
+def _out(out, shape, rdt):
+    if out is None:
+        return None
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
+    if out.shape != shape or out.dtype != rdt or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError(f"out must be a writeable C-contiguous array of shape {shape} and dtype {rdt}, got shape "
+                         f"{out.shape}, dtype {out.dtype}" + ("" if out.flags.c_contiguous else ", not contiguous"))
+    if rdt.kind != "f":
+        return out
+    return out
+
+
+def _transpose(P):
+    """(A^T prepared, perm): A^T's entries are A's entries perm (stable by column, so each column
+    keeps A's row order: A^T's rows are sorted)."""
+    m, n = P.shape
+    cols = P.indices
+    perm = np.argsort(cols, kind="stable")
+    counts = np.bincount(cols, minlength=n) if cols.size else np.zeros(n, np.int64)
+    tptr = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=tptr[1:])
+    rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(P.indptr.astype(np.int64)))
+    idt = P.indices.dtype
+    T = PreparedMatrix(tptr.astype(idt), rows[perm].astype(idt), np.ascontiguousarray(P.data[perm]), (n, m),
+                       P.overflow)
+    return T, perm
+
+
+@guarded
+def prepare(A, *, overflow="raise"):
+    """A prepared CSR matrix (``PreparedMatrix``) for many products with the same matrix: iterative
+    solvers, power iterations, graph propagation.
+
+    ``A``: a scipy.sparse matrix or array of any format (converted with ``tocsr()``), a torch sparse
+    CSR CPU tensor, a tuple ``(indptr, indices, data, shape)``, or a dense 2-D array (converted by
+    ``scipy.sparse.csr_array``). Values: the dtypes of ``spmv`` (int8..int64, float16..float64).
+    The arrays are kept as given when their indices are int32 (or int64 and the matrix does not fit
+    int32), else converted once to int32; the structure is checked once here (ValueError naming
+    ``indptr`` or ``indices``). ``overflow``: integer products, as ``spmv``.
+
+    The result's products run ``spmv``'s and ``spmm``'s code with the plans made here, so they give
+    the same bits as those functions (same thread count)."""
+    check_overflow(overflow)
+    if type(A).__module__.startswith("scipy.sparse") and getattr(A, "format", "csr") != "csr":
+        A = A.tocsr()
+    elif not isinstance(A, (tuple, list)) and not type(A).__module__.startswith("scipy.sparse") \
+            and not is_tensor(A) and np.ndim(A) == 2:
+        import scipy.sparse as sp
+
+        A = sp.csr_array(np.asarray(A))
+    indptr, indices, data, (m, n) = csr_parts(A)
+    data = to_numpy(data, "data")
+    data = np.ascontiguousarray(as_values(data, "data", ndim=np.ndim(data)))
+    if data.ndim != 1:
+        raise ValueError(f"data must be 1-D, got shape {data.shape}")
+    indptr, indices = index_arrays(indptr, indices, data, m, n)
+    if m and data.shape[0]:  # checked before any narrowing: a column index of 2**40 must not wrap into range
+        if n == 0:
+            raise_invalid(indptr, indices, data, n)
+        ops._validate(indptr, indices, data, n, "A")
+    if max(m, n, data.shape[0]) < 2**31 - 1:  # int32 indices where they fit: 4 bytes per entry fewer to read
+        indptr, indices = (np.ascontiguousarray(a, dtype=np.int32) for a in (indptr, indices))
+    else:
+        indptr, indices = (np.ascontiguousarray(a, dtype=np.int64) for a in (indptr, indices))
+    return PreparedMatrix(indptr, indices, data, (m, n), overflow)

@@ -1,0 +1,270 @@
+"""``mmvref.prepare`` / ``PreparedMatrix`` (issue 32) against plain loops (tests/oracle.py) and scipy.
+
+The products of a prepared matrix run ``spmv``'s and ``spmm``'s code with plans made once; these tests
+check them at every kind of chunk border (a row cut once, twice, by every border; empty rows at
+borders; one giant row; every row empty; fewer entries than chunks) for 1 to 16 chunks, integers
+exactly and floats within spmv's per-row bound, and the operator's contract: update_values, rmatvec,
+out=, torch in/out, scipy's solvers through aslinearoperator, pickling, calls from many threads,
+a changed thread count, and bad input named.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import pickle
+
+import numba
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from oracle import oracle_spmv
+
+import mmvref
+import mmvref._fast.sparse.ops as sparse_ops
+
+U = {np.dtype("float32"): 2.0**-24, np.dtype("float64"): 2.0**-53}
+
+
+@contextlib.contextmanager
+def chunks(per_thread):
+    """Cut even tiny matrices into ``threads x per_thread`` chunks (``spmv_plan``)."""
+    old = sparse_ops.MIN_CHUNK_COST, sparse_ops.CHUNKS_PER_THREAD
+    sparse_ops.MIN_CHUNK_COST, sparse_ops.CHUNKS_PER_THREAD = 1, per_thread
+    try:
+        yield
+    finally:
+        sparse_ops.MIN_CHUNK_COST, sparse_ops.CHUNKS_PER_THREAD = old
+
+
+def _within_bound(got, indptr, indices, data, x):
+    """|y_i - exact_i| <= gamma_k sum |a_ij x_j| per row (k entries), exact in float64 products of
+    the float32/float64 inputs (the oracle's own error is far below that bound for these sizes)."""
+    rdt = got.dtype
+    u = U[rdt]
+    exact = np.array(oracle_spmv(indptr, indices, data.astype(np.float64), x.astype(np.float64)))
+    absum = np.array(oracle_spmv(indptr, indices, np.abs(data.astype(np.float64)), np.abs(x.astype(np.float64))))
+    k = np.diff(np.asarray(indptr, np.int64))
+    gamma = k * u / (1 - k * u)
+    return np.all(np.abs(got.astype(np.float64) - exact) <= gamma * absum * (1 + 1e-6) + 1e-300)
+
+
+# ----------------------------------------------------------------------------- structures at chunk borders
+
+def _structure(kind, rng):
+    """(indptr, indices, n) of a matrix whose rows meet the chunk borders in one way."""
+    n = 37
+    if kind == "giant":  # one row holding every entry, between empty rows
+        lens = [0, 0, 300, 0, 0]
+    elif kind == "empty":  # every row empty
+        lens = [0] * 9
+    elif kind == "few":  # fewer entries than chunks
+        lens = [0, 1, 0, 0, 1, 0, 0, 0]
+    elif kind == "empty-borders":  # runs of empty rows between short ones
+        lens = [3, 0, 0, 0, 5, 0, 0, 1, 0, 0, 0, 0, 7, 0]
+    elif kind == "mixed":  # long rows spanning one, two, several chunks, with short ones between
+        lens = [1, 40, 2, 0, 90, 3, 3, 0, 0, 150, 1, 2, 60]
+    else:  # "short": many rows of 0-3 entries
+        lens = list(rng.integers(0, 4, 120))
+    indptr = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=indptr[1:])
+    indices = rng.integers(0, n, int(indptr[-1]))
+    return indptr, indices, n
+
+
+KINDS = ["giant", "empty", "few", "empty-borders", "mixed", "short"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("per_thread", [1, 2, 3, 5, 8])
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
+def test_matvec_at_every_kind_of_chunk_border(kind, per_thread, dtype):
+    rng = np.random.default_rng(hash((kind, per_thread, dtype)) % 2**32)
+    indptr, indices, n = _structure(kind, rng)
+    m = indptr.size - 1
+    data = rng.integers(-9, 10, indices.size).astype(dtype)
+    if dtype.startswith("float"):
+        data = (data * rng.random(indices.size)).astype(dtype)
+    x = rng.integers(-9, 10, n).astype(dtype)
+    with chunks(per_thread):
+        P = mmvref.prepare((indptr, indices, data, (m, n)))
+        R, E = P._spmv_plan()[1]
+        assert R[0] == 0 and R[-1] == m and E[-1] == indices.size
+        y = P @ x
+        assert np.array_equal(y, mmvref.spmv((indptr, indices, data, (m, n)), x))  # one code path: the same bits
+    if dtype.startswith("int"):
+        assert y.dtype == np.dtype(dtype) and y.tolist() == oracle_spmv(indptr, indices, data, x)
+    else:
+        assert y.dtype == np.dtype(dtype) and _within_bound(y, indptr, indices, data, x)
+
+
+@pytest.mark.parametrize("per_thread", [1, 4])
+@pytest.mark.parametrize("k", [1, 3, 16])
+def test_matmat_and_rmatvec_equal_plain_loops(per_thread, k):
+    rng = np.random.default_rng(k)
+    A = sp.random(70, 50, 0.1, format="csr", random_state=k)
+    A.data = rng.integers(-9, 10, A.nnz).astype(np.int64)
+    A = A.astype(np.int64)
+    X = rng.integers(-9, 10, (50, k))
+    Y = rng.integers(-9, 10, (70, k))
+    with chunks(per_thread):
+        P = mmvref.prepare(A)
+        got = P @ X
+        assert got.dtype == np.int64
+        for j in range(k):
+            assert got[:, j].tolist() == oracle_spmv(A.indptr, A.indices, A.data, X[:, j])
+        At = A.T.tocsr()
+        for j in range(k):
+            assert P.rmatvec(Y[:, j]).tolist() == oracle_spmv(At.indptr, At.indices, At.data, Y[:, j])
+        assert np.array_equal(P.rmatmat(Y), At @ Y)
+        assert np.array_equal(P.T @ Y[:, 0], At @ Y[:, 0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_update_values_keeps_the_pattern_and_the_transpose(data):
+    seed = data.draw(st.integers(0, 2**16))
+    rng = np.random.default_rng(seed)
+    A = sp.random(30, 20, 0.2, format="csr", random_state=seed)
+    A.data = rng.integers(-5, 6, A.nnz).astype(np.float64)
+    P = mmvref.prepare(A)
+    P.rmatvec(np.ones(30))  # the transpose exists before the update
+    new = rng.integers(-5, 6, A.nnz).astype(np.float64)
+    B = A.copy()
+    B.data = new
+    assert P.update_values(new) is P
+    x, y = rng.integers(-5, 6, 20).astype(np.float64), rng.integers(-5, 6, 30).astype(np.float64)
+    assert (P @ x).tolist() == (B @ x).tolist()  # small integers in floats: every sum exact
+    assert P.rmatvec(y).tolist() == (B.T @ y).tolist()
+
+
+def test_out_torch_and_dtypes():
+    torch = pytest.importorskip("torch")
+    A = sp.random(200, 100, 0.05, format="csr", random_state=1, dtype=np.float32)
+    P = mmvref.prepare(A)
+    assert P.shape == (200, 100) and P.nnz == A.nnz and P.dtype == np.float32 and P.indices.dtype == np.int32
+    x = np.random.default_rng(0).random(100).astype(np.float32)
+    out = np.empty(200, np.float32)
+    assert P.matvec(x, out=out) is out and np.array_equal(out, P @ x)
+    X = np.random.default_rng(1).random((100, 4)).astype(np.float32)
+    out2 = np.empty((200, 4), np.float32)
+    assert P.matmat(X, out=out2) is out2 and np.array_equal(out2, P @ X)
+    t = P @ torch.from_numpy(x)
+    assert isinstance(t, torch.Tensor) and np.array_equal(t.numpy(), P @ x)
+    assert (P @ x.astype(np.float64)).dtype == np.float64  # numpy's promotion, as spmv
+    At = torch.sparse_csr_tensor(torch.from_numpy(A.indptr.astype(np.int64)),
+                                 torch.from_numpy(A.indices.astype(np.int64)), torch.from_numpy(A.data), size=A.shape,
+                                 check_invariants=True)
+    assert np.array_equal(mmvref.prepare(At) @ x, P @ x)
+    assert np.array_equal(mmvref.prepare(A.tocoo()) @ x, P @ x)  # any scipy format: converted
+    assert np.array_equal(mmvref.prepare(A.toarray()) @ x, P @ x)  # dense: converted
+    col = P.matvec(x.reshape(-1, 1))  # scipy's LinearOperator passes (n, 1) columns
+    assert col.shape == (200, 1) and np.array_equal(col[:, 0], P @ x)
+
+
+def test_integer_overflow_follows_spmv():
+    A = (np.array([0, 2]), np.array([0, 1]), np.array([2**31 - 1, 1], np.int32), (1, 2))
+    x = np.array([1, 1], np.int32)
+    with pytest.raises(OverflowError):
+        mmvref.prepare(A) @ x
+    assert (mmvref.prepare(A, overflow="wrap") @ x).tolist() == [-(2**31)]
+
+
+def test_scipy_solvers_use_the_operator():
+    from scipy.sparse.linalg import cg, eigsh, gmres, lsqr, minres
+
+    n = 30  # 2-D Poisson, 5-point stencil: symmetric positive definite
+    T = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(n, n))
+    L = (sp.kron(sp.identity(n), T) + sp.kron(T, sp.identity(n))).tocsr()
+    b = np.random.default_rng(0).random(n * n)
+    op = mmvref.prepare(L).aslinearoperator()
+    for solve in (cg, minres, gmres):  # converged as with scipy's own matrix (each solver's own criterion)
+        x, info = solve(op, b, rtol=1e-10, maxiter=5000)
+        x_ref, info_ref = solve(L, b, rtol=1e-10, maxiter=5000)
+        assert info == info_ref == 0, solve.__name__
+        assert np.linalg.norm(L @ x - b) <= 2 * np.linalg.norm(L @ x_ref - b) + 1e-12, solve.__name__
+        np.testing.assert_allclose(x, x_ref, rtol=1e-6, atol=1e-9)
+    x = lsqr(op, b, atol=1e-12, btol=1e-12, iter_lim=5000)[0]
+    assert np.linalg.norm(L @ x - b) <= 1e-6 * np.linalg.norm(b)
+    w = eigsh(op, k=3, which="LM", return_eigenvectors=False)
+    want = np.sort(np.linalg.eigvalsh(L.toarray()))[-3:]
+    np.testing.assert_allclose(np.sort(w), want, rtol=1e-8)
+
+
+def test_pickle_and_a_changed_thread_count():
+    A = sp.random(3000, 3000, 0.002, format="csr", random_state=2)
+    x = np.random.default_rng(0).random(3000)
+    with chunks(4):
+        P = mmvref.prepare(A)
+        y = P @ x
+        Q = pickle.loads(pickle.dumps(P))
+        assert Q._spmv is None and np.array_equal(Q @ x, y)
+        T = numba.get_num_threads()
+        if numba.config.NUMBA_NUM_THREADS > 1:
+            numba.set_num_threads(1)
+            try:
+                y1 = P @ x  # re-partitioned for one thread
+                assert P._spmv[0] == 1 and P._spmv[1][0].size - 1 == 4
+                assert np.array_equal(y1, mmvref.spmv(A, x))
+            finally:
+                numba.set_num_threads(T)
+            assert np.array_equal(P @ x, y) and P._spmv[0] == T
+
+
+def test_concurrent_calls_from_threads():
+    A = sp.random(20000, 20000, 0.0005, format="csr", random_state=3)
+    P = mmvref.prepare(A)
+    xs = [np.random.default_rng(i).random(20000) for i in range(16)]
+    want = [A @ x for x in xs]
+
+    def one(i):
+        return (P @ xs[i]) if i % 2 else P.rmatvec(xs[i])
+
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        got = list(ex.map(one, range(16)))
+    for i, g in enumerate(got):
+        ref = want[i] if i % 2 else A.T @ xs[i]
+        np.testing.assert_allclose(g, ref, rtol=1e-12, atol=1e-12)
+
+
+def test_bad_input_is_named():
+    A = sp.random(10, 8, 0.3, format="csr", random_state=4)
+    P = mmvref.prepare(A)
+    with pytest.raises(ValueError, match="x has length 7"):
+        P @ np.ones(7)
+    with pytest.raises(ValueError, match="X must have 8 rows"):
+        P @ np.ones((7, 2))
+    with pytest.raises(TypeError, match="x has unsupported dtype"):
+        P @ np.ones(8, np.uint16)
+    with pytest.raises(ValueError, match="update_values: data must be 1-D with"):
+        P.update_values(np.ones(A.nnz + 1))
+    with pytest.raises(TypeError, match="data has unsupported dtype"):
+        P.update_values(np.ones(A.nnz, np.complex128))
+    with pytest.raises(ValueError, match="out must be"):
+        P.matvec(np.ones(8), out=np.empty(10, np.float32))
+    with pytest.raises(ValueError, match="indices"):
+        mmvref.prepare((np.array([0, 1]), np.array([9]), np.array([1.0]), (1, 8)))
+    with pytest.raises(ValueError, match="indices"):  # an index that a narrowing to int32 would wrap into range
+        mmvref.prepare((np.array([0, 1]), np.array([2**32 + 1]), np.array([1.0]), (1, 8)))
+    with pytest.raises(ValueError, match="indptr"):
+        mmvref.prepare((np.array([0, 2, 1, 3]), np.array([0, 1, 2]), np.ones(3), (3, 8)))
+    with pytest.raises(ValueError, match="overflow"):
+        mmvref.prepare(A, overflow="saturate")
+    with pytest.raises(TypeError, match="CSR"):
+        mmvref.prepare("not a matrix")
+
+
+def test_conformance_checks_the_prepared_path():
+    """The suite's spmv and spmm through ``mmvref.prepare`` (backend ``mmvref-prepared``): the same
+    inputs, references and bounds as the one-shot ops; an injected fault in that backend is caught."""
+    from conformance import backends, faults, runner
+
+    b = backends.resolve("mmvref-prepared")
+    assert type(b).__name__ == "MmvrefPreparedBackend"
+    for op in ("spmv", "spmm"):
+        rep = runner.run_op(b, "mmvref-prepared", op, max_examples=25, seed=0, db=None, tier=None)
+        assert rep.status == "pass" and rep.examples == 25, (op, rep.message)
+    broken = faults.FaultyBackend(b, "spmv_rows_of_1024_zero", 8)
+    rep = runner.run_op(broken, "faulty", "spmv", max_examples=60, seed=0, db=None, tier="default")
+    assert rep.status == "fail"
