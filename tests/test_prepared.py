@@ -93,6 +93,10 @@ def test_matvec_at_every_kind_of_chunk_border(kind, per_thread, dtype):
         assert R[0] == 0 and R[-1] == m and E[-1] == indices.size
         y = P @ x
         assert np.array_equal(y, mmvref.spmv((indptr, indices, data, (m, n)), x))  # one code path: the same bits
+        assert np.array_equal(P @ x, y)  # the second call: the bound SpMV's short path (floats)
+        ro = x.copy()
+        ro.flags.writeable = False
+        assert np.array_equal(P @ ro, y) and np.array_equal(P @ x[::-1][::-1], y)  # read-only, a view
     if dtype.startswith("int"):
         assert y.dtype == np.dtype(dtype) and y.tolist() == oracle_spmv(indptr, indices, data, x)
     else:

@@ -62,7 +62,8 @@ from . import _portable_spgemm as KG
 from . import _portable_spmm as KM
 from . import _portable_spmv as K
 
-__all__ = ["spmv", "spmm", "spgemm", "spmv_arrays", "spmv_plan", "spmm_arrays", "spmm_tasks", "row_kinds"]
+__all__ = ["spmv", "spmm", "spgemm", "spmv_arrays", "spmv_plan", "spmm_arrays", "spmm_tasks", "row_kinds",
+           "FloatSpmv"]
 
 #: cost (nonzeros + ROW_COST * rows) per chunk below which fewer chunks are used
 #: (one chunk runs on the calling thread); tests lower it to split rows across
@@ -185,18 +186,52 @@ def _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n, out=None, kinds
     # for two value dtypes instead of seven (cold start, every user's first call)
     if data.dtype != rdt:
         data = data.astype(rdt)
-    xk = np.ascontiguousarray(x, dtype=rdt)
     y = np.empty(m, dtype=rdt) if out is None else out
-    C = R.size - 1
-    first = np.zeros(C, dtype=rdt)
-    last = np.zeros(C, dtype=rdt)
-    P = _path()
-    long_rows, short_rows = _row_kinds(indptr, R, P.LONG_ROW) if kinds is None else kinds
-    kernel = K.float_kernel(C > 1, long_rows, short_rows, P.SCALAR_SHORT)
-    kernel(indptr, indices, data, xk, y, R, E, first, last, umax, bad, P.GATHER, P.LONG_ROW, P.SCALAR_SHORT)
+    run = FloatSpmv(indptr, indices, data, R, E, kinds)
+    umax, bad = run(np.ascontiguousarray(x, dtype=rdt), y)
     _check_flags(indptr, indices, data, n, umax, bad)
-    _combine(y, R, first, last)
     return y
+
+
+class FloatSpmv:
+    """The float SpMV of one matrix (``data`` in the result dtype) over one chunking (R, E): the
+    kernel made for its chunks' row kinds on the chosen path, with its arguments bound. ``spmv``
+    makes one per call; ``PreparedMatrix`` keeps one, whose calls then cost a few microseconds
+    less: after the first call it calls the compiled kernel's entry point directly (Numba's
+    dispatcher would type all fourteen arguments again), while x and y have the types that call
+    had (C-contiguous, aligned, writeable 1-D arrays of the result dtype: every y is, and an x
+    that is not takes the dispatcher). ``__call__(xk, y)`` writes y = A xk, the rows cut by chunk
+    borders combined, and returns the kernel's structure flags (umax, bad)."""
+
+    __slots__ = ("indptr", "indices", "data", "R", "E", "C", "rdt", "kernel", "path", "entry")
+
+    def __init__(self, indptr, indices, data, R, E, kinds=None):
+        self.indptr, self.indices, self.data, self.R, self.E = indptr, indices, data, R, E
+        self.C = R.size - 1
+        self.rdt = data.dtype
+        self.path = P = _path()
+        long_rows, short_rows = _row_kinds(indptr, R, P.LONG_ROW) if kinds is None else kinds
+        self.kernel = K.float_kernel(self.C > 1, long_rows, short_rows, P.SCALAR_SHORT)
+        self.entry = None
+
+    def __call__(self, xk, y, bind=False):
+        C, rdt, P = self.C, self.rdt, self.path
+        first = np.zeros(C, dtype=rdt)
+        last = np.zeros(C, dtype=rdt)
+        umax = np.zeros(C, dtype=np.uint64)
+        bad = np.zeros(C, dtype=np.bool_)
+        args = (self.indptr, self.indices, self.data, xk, y, self.R, self.E, first, last, umax, bad, P.GATHER,
+                P.LONG_ROW, P.SCALAR_SHORT)
+        fl = xk.flags
+        if self.entry is not None and fl.c_contiguous and fl.aligned and fl.writeable and xk.dtype == rdt \
+                and xk.ndim == 1:
+            self.entry(*args)
+        else:
+            self.kernel(*args)
+            if bind and fl.c_contiguous and fl.aligned and fl.writeable and xk.ndim == 1:
+                self.entry = self.kernel.overloads[tuple(self.kernel.typeof_pyval(a) for a in args)].entry_point
+        _combine(y, self.R, first, last)
+        return umax, bad
 
 
 def row_kinds(indptr, R):

@@ -54,7 +54,7 @@ class PreparedMatrix:
         self.shape = (int(shape[0]), int(shape[1]))
         self.overflow = overflow
         self._lock = threading.Lock()
-        self._spmv = None  # (threads, (R, E), {LONG_ROW: kinds})
+        self._spmv = None  # (threads, (R, E), {ops._LEVEL: FloatSpmv of the current values})
         self._spmm = {}  # (threads, k) -> tasks
         self._transpose = None  # (PreparedMatrix of A^T, permutation of the values)
 
@@ -89,12 +89,15 @@ class PreparedMatrix:
             plan = self._spmv = (T, ops.spmv_plan(self.indptr, m, self.nnz), {})
         return plan
 
-    def _kinds(self, plan):
-        long_row = ops._path().LONG_ROW
-        kinds = plan[2].get(long_row)
-        if kinds is None:
-            kinds = plan[2][long_row] = ops.row_kinds(self.indptr, plan[1][0])
-        return kinds
+    def _float_spmv(self, plan):
+        """The ``ops.FloatSpmv`` of this matrix for ``plan`` on the chosen path (kept in the plan, per
+        values array: ``update_values`` makes a new one)."""
+        key = ops._LEVEL  # the path follows ops._LEVEL (None: the target's best), fixed otherwise
+        run = plan[2].get(key)
+        if run is None or run.data is not self.data:
+            R, E = plan[1]
+            run = plan[2][key] = ops.FloatSpmv(self.indptr, self.indices, self.data, R, E)
+        return run
 
     def _spmm_tasks(self, k):
         key = (numba.get_num_threads(), k)
@@ -108,6 +111,20 @@ class PreparedMatrix:
     @guarded
     def matvec(self, x, out=None):
         """y = A x for x of length n (1-D, or an (n, 1) column as scipy's LinearOperator passes)."""
+        plan = self._spmv
+        if (out is None and type(x) is np.ndarray and x.ndim == 1 and plan is not None and x.dtype == self.data.dtype
+                and x.shape[0] == self.shape[1] and plan[0] == numba.get_num_threads()):
+            # the common call of an iterative solver (a numpy vector of the values' dtype, after a first
+            # call made the bound SpMV): only what it needs, a few microseconds (issue 32: <= 10 us above
+            # the kernel on a 1,000-row matrix)
+            run = plan[2].get(ops._LEVEL)
+            if run is not None and run.data is self.data:
+                y = np.empty(self.shape[0], x.dtype)
+                run(np.ascontiguousarray(x), y)
+                return y
+        return self._matvec(x, out)
+
+    def _matvec(self, x, out):
         src = x
         m, n = self.shape
         x = to_numpy(x, "x")
@@ -121,8 +138,13 @@ class PreparedMatrix:
         rdt = result_dtype(np.result_type(self.data.dtype, x.dtype))
         buf = _out(out, (m,), rdt)
         plan = self._spmv_plan()
-        kinds = self._kinds(plan) if rdt.kind == "f" and rdt == self.data.dtype else None
-        y = ops.spmv_arrays(self.indptr, self.indices, self.data, x, m, n, self.overflow, plan[1], buf, kinds)
+        if rdt == self.data.dtype and rdt.kind == "f" and m and self.nnz:
+            # the float SpMV bound to this matrix and chunking (``ops.FloatSpmv``, as spmv runs it);
+            # the structure was checked by prepare, so the kernel's flags are not read again
+            y = np.empty(m, rdt) if buf is None else buf
+            self._float_spmv(plan)(np.ascontiguousarray(x, dtype=rdt), y, bind=True)
+        else:
+            y = ops.spmv_arrays(self.indptr, self.indices, self.data, x, m, n, self.overflow, plan[1], buf)
         if column:
             y = y.reshape(m, 1)
         return y if out is not None else like_input(y, src)
@@ -185,6 +207,8 @@ class PreparedMatrix:
                              f"pattern), got shape {new.shape}; a new pattern needs mmvref.prepare")
         with self._lock:
             self.data = new
+            if self._spmv is not None:
+                self._spmv[2].clear()
             t = self._transpose
             if t is not None:
                 t[0].update_values(new[t[1]])
