@@ -272,3 +272,18 @@ def test_conformance_checks_the_prepared_path():
     broken = faults.FaultyBackend(b, "spmv_rows_of_1024_zero", 8)
     rep = runner.run_op(broken, "faulty", "spmv", max_examples=60, seed=0, db=None, tier="default")
     assert rep.status == "fail"
+
+
+@pytest.mark.parametrize("serial_cost", [0, 1 << 40])
+def test_structure_checked_by_numpy_and_by_the_kernel(serial_cost, monkeypatch):
+    """prepare checks small matrices with numpy (no kernel to compile) and large ones with the
+    structure kernel: both refuse the same matrices, naming the array."""
+    monkeypatch.setattr(sparse_ops, "SERIAL_COST", serial_cost)
+    for indptr, indices, what in [([0, 1, 3], [0, 8, 1], "indices"), ([0, 1, 3], [0, -1, 1], "indices"),
+                                  ([0, 3, 2, 3], [0, 1, 2], "indptr")]:
+        m = len(indptr) - 1
+        A = (np.array(indptr), np.array(indices), np.ones(len(indices)), (m, 8))
+        with pytest.raises(ValueError, match=what):
+            mmvref.prepare(A)
+    ok = mmvref.prepare((np.array([0, 1, 3]), np.array([0, 7, 1]), np.ones(3), (2, 8)))
+    assert (ok @ np.arange(8.0)).tolist() == [0.0, 8.0]

@@ -286,7 +286,11 @@ def prepare(A, *, overflow="raise"):
     if m and data.shape[0]:  # checked before any narrowing: a column index of 2**40 must not wrap into range
         if n == 0:
             raise_invalid(indptr, indices, data, n)
-        ops._validate(indptr, indices, data, n, "A")
+        if data.shape[0] + m < ops.SERIAL_COST:  # numpy: no kernel to compile for a small matrix (cold start)
+            if not ops._valid_small(indptr, indices, n):
+                raise_invalid(indptr, indices, data, n)
+        else:
+            ops._validate(indptr, indices, data, n, "A")
     if max(m, n, data.shape[0]) < 2**31 - 1:  # int32 indices where they fit: 4 bytes per entry fewer to read
         indptr, indices = (np.ascontiguousarray(a, dtype=np.int32) for a in (indptr, indices))
     else:
