@@ -62,8 +62,7 @@ from . import _portable_spgemm as KG
 from . import _portable_spmm as KM
 from . import _portable_spmv as K
 
-__all__ = ["spmv", "spmm", "spgemm", "spmv_arrays", "spmv_plan", "spmm_arrays", "spmm_tasks", "row_kinds",
-           "FloatSpmv"]
+__all__ = ["spmv", "spmm", "spgemm", "spmv_arrays", "spmv_plan", "spmm_arrays", "spmm_tasks", "FloatSpmv"]
 
 #: cost (nonzeros + ROW_COST * rows) per chunk below which fewer chunks are used
 #: (one chunk runs on the calling thread); tests lower it to split rows across
@@ -147,13 +146,12 @@ def spmv_plan(indptr, m, nnz):
     return K.partition(indptr, C, K.ROW_COST)
 
 
-def spmv_arrays(indptr, indices, data, x, m, n, overflow, plan=None, out=None, kinds=None):
+def spmv_arrays(indptr, indices, data, x, m, n, overflow, plan=None, out=None):
     """y = A x from validated parts (``spmv`` and ``PreparedMatrix.matvec``: one code path): data
     contiguous values, indptr/indices as ``index_arrays`` gives them, x 1-D of length n. ``plan``:
     ``spmv_plan``'s (R, E) (made here when None); ``out``: a contiguous array of m elements of the
-    result dtype receiving y (float results only: integers are checked in int64 words first);
-    ``kinds``: the float kernel's row kinds for this plan (``row_kinds``), when known. The structure
-    is checked in the kernel's pass whatever was known before (an invalid one raises ValueError)."""
+    result dtype receiving y (float results only: integers are checked in int64 words first). The
+    structure is checked in the kernel's pass whatever was known before (an invalid one raises ValueError)."""
     rdt = result_dtype(np.result_type(data.dtype, x.dtype))
     nnz = data.shape[0]
     if nnz == 0 or m == 0:
@@ -170,7 +168,7 @@ def spmv_arrays(indptr, indices, data, x, m, n, overflow, plan=None, out=None, k
     umax = np.zeros(C, dtype=np.uint64)
     bad = np.zeros(C, dtype=np.bool_)
     if rdt.kind == "f":
-        return _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n, out, kinds)
+        return _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n, out)
     y = _int(indptr, indices, data, x, rdt, R, E, umax, bad, m, n, overflow)
     if out is not None:
         out[...] = y
@@ -180,14 +178,14 @@ def spmv_arrays(indptr, indices, data, x, m, n, overflow, plan=None, out=None, k
 
 # ----------------------------------------------------------------------------- paths
 
-def _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n, out=None, kinds=None):
+def _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n, out=None):
     # values of another dtype (float16, integers with float x) are converted first: exact (the result
     # dtype holds them, see spmv's docstring), one extra pass over the values, and the kernels compile
     # for two value dtypes instead of seven (cold start, every user's first call)
     if data.dtype != rdt:
         data = data.astype(rdt)
     y = np.empty(m, dtype=rdt) if out is None else out
-    run = FloatSpmv(indptr, indices, data, R, E, kinds)
+    run = FloatSpmv(indptr, indices, data, R, E)
     umax, bad = run(np.ascontiguousarray(x, dtype=rdt), y)
     _check_flags(indptr, indices, data, n, umax, bad)
     return y
@@ -205,12 +203,12 @@ class FloatSpmv:
 
     __slots__ = ("indptr", "indices", "data", "R", "E", "C", "rdt", "kernel", "path", "entry")
 
-    def __init__(self, indptr, indices, data, R, E, kinds=None):
+    def __init__(self, indptr, indices, data, R, E):
         self.indptr, self.indices, self.data, self.R, self.E = indptr, indices, data, R, E
         self.C = R.size - 1
         self.rdt = data.dtype
         self.path = P = _path()
-        long_rows, short_rows = _row_kinds(indptr, R, P.LONG_ROW) if kinds is None else kinds
+        long_rows, short_rows = _row_kinds(indptr, R, P.LONG_ROW)
         self.kernel = K.float_kernel(self.C > 1, long_rows, short_rows, P.SCALAR_SHORT)
         self.entry = None
 
@@ -232,11 +230,6 @@ class FloatSpmv:
                 self.entry = self.kernel.overloads[tuple(self.kernel.typeof_pyval(a) for a in args)].entry_point
         _combine(y, self.R, first, last)
         return umax, bad
-
-
-def row_kinds(indptr, R):
-    """The float kernel's row kinds for the chunks R on the chosen path (``spmv_arrays``'s ``kinds``)."""
-    return _row_kinds(indptr, R, _path().LONG_ROW)
 
 
 def _row_kinds(indptr, R, long_row):

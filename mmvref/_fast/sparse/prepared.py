@@ -6,7 +6,7 @@ What ``spmv`` and ``spmm`` decide from the structure alone is decided here once 
 dtype (int32 where the matrix fits), the structure check (offsets in order, column indices in range),
 the chunks of the SpMV for the thread count (``ops.spmv_plan``: a merge-path split of rows and
 entries into chunks of about equal cost; rows cut by a chunk border are combined from the chunks'
-parts), the float kernel's row kinds, the SpMM's row tasks per column count, and, on the first
+parts), the float SpMV bound to them (``ops.FloatSpmv``), the SpMM's row tasks per column count, and, on the first
 ``rmatvec``, the transpose (its structure and the permutation that carries values over). Each
 product then runs the same code as ``spmv`` / ``spmm`` (``ops.spmv_arrays`` / ``ops.spmm_arrays``),
 so it gives the same bits as they do with the same thread count.
@@ -234,8 +234,6 @@ def _out(out, shape, rdt):
     if out.shape != shape or out.dtype != rdt or not out.flags.c_contiguous or not out.flags.writeable:
         raise ValueError(f"out must be a writeable C-contiguous array of shape {shape} and dtype {rdt}, got shape "
                          f"{out.shape}, dtype {out.dtype}" + ("" if out.flags.c_contiguous else ", not contiguous"))
-    if rdt.kind != "f":
-        return out
     return out
 
 
