@@ -69,7 +69,7 @@ import time
 import traceback
 from multiprocessing.connection import wait
 
-__all__ = ["OPS", "DTYPES", "ALL_DTYPES", "main", "run_task", "add_arguments"]
+__all__ = ["OPS", "INTEGRATIONS", "DTYPES", "ALL_DTYPES", "main", "run_task", "add_arguments"]
 
 #: every public op, in the order of ``mmvref.__all__``
 OPS = (
@@ -85,6 +85,11 @@ ALL_DTYPES = ("int8", "int16", "int32", "int64", "float16", "float32", "float64"
 _INTS = frozenset({"int8", "int16", "int32", "int64"})
 #: (op, dtype) pairs the op rejects by design: skipped with this note
 _UNSUPPORTED = {("top_p_sample", d): "probabilities are floats (float16, float32, float64)" for d in _INTS}
+#: integrations precompiled beside the ops: ``pyg`` (``mmvref.pyg``'s kernels, through a training
+#: step of each fused layer; in the default list when torch_geometric is installed)
+INTEGRATIONS = ("pyg",)
+_UNSUPPORTED.update({("pyg", d): "mmvref.pyg runs float32/float64 features (others stay on PyG's code)"
+                     for d in ALL_DTYPES if d not in ("float32", "float64")})
 
 _REDUCE = ("sum", "mean", "min", "max", "prod")
 _ARG_REDUCE = ("min", "max")
@@ -286,6 +291,30 @@ def _prepare(m, i):
         P.rmatvec(i.x[:A.shape[0]])
 
 
+def _pyg(m, i):
+    """One training step of each fused layer with mmvref.pyg enabled, on a graph large enough for
+    the kernels' threaded paths: what a user's first step compiles."""
+    import torch
+    from torch_geometric.nn import GATConv, GCNConv, GINConv, GraphConv, SAGEConv
+
+    import mmvref.pyg
+
+    dt = torch.float32 if i.dt == "float32" else torch.float64
+    n, e = 4000, LONG  # past the sizes at which the scatter route splits its work
+    g = torch.Generator().manual_seed(1)
+    ei = torch.randint(0, n, (2, e), generator=g)
+    x = torch.randn(n, F, generator=g, dtype=dt)
+    layers = [SAGEConv(F, F, aggr=a) for a in ("sum", "mean", "max", "min")]
+    layers += [GCNConv(F, F), GINConv(torch.nn.Linear(F, F)), GraphConv(F, F), GATConv(F, 2, heads=4)]
+    w = torch.rand(e, generator=g, dtype=dt, requires_grad=True)
+    with mmvref.pyg.enable():
+        for layer in layers:
+            layer = layer.to(dt)
+            out = layer(x, ei, w) if isinstance(layer, GraphConv) else layer(x, ei)
+            out.sum().backward()
+    mmvref.pyg.clear_cache()
+
+
 _CALLS = {
     "scan": _scan, "segmented_scan": _segmented_scan, "segmented_sum": _segmented_sum,
     "segment_sum_csr": _segment_sum_csr, "segment_csr": _segment_csr, "segment_coo": _segment_coo,
@@ -293,8 +322,9 @@ _CALLS = {
     "spmv": _spmv, "batched_scan": _batched_scan, "split": _split, "split_ind": _split_ind,
     "radix_sort": _radix_sort, "argsort": _argsort, "topk": _topk, "weighted_sample": _weighted_sample,
     "top_p_sample": _top_p_sample, "spmm": _spmm, "spgemm": _spgemm, "prepare": _prepare,
+    "pyg": _pyg,
 }
-assert tuple(_CALLS) == OPS
+assert tuple(_CALLS) == OPS + INTEGRATIONS
 
 #: ops whose work is split among threads past some size: also called on one LONG 1-D input
 _LONG_CALLS = {
@@ -473,11 +503,20 @@ def target_description() -> str:
     return f"{name} ({src}{extra})"
 
 
+def default_ops() -> list:
+    """Every op, and the integrations whose packages are installed."""
+    import importlib.util
+
+    return list(OPS) + (["pyg"] if importlib.util.find_spec("torch_geometric") is not None else [])
+
+
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     """The options of ``python -m mmvref precompile``, on ``ap``."""
     others = ", ".join(d for d in ALL_DTYPES if d not in DTYPES)
-    ap.add_argument("--ops", metavar="OP[,OP...]", type=_csv_type(OPS, "--ops"), default=list(OPS),
-                    help=f"the ops to compile, comma-separated (default: all: {', '.join(OPS)})")
+    ap.add_argument("--ops", metavar="OP[,OP...]", type=_csv_type(OPS + INTEGRATIONS, "--ops"),
+                    default=default_ops(),
+                    help=f"the ops to compile, comma-separated (default: all: {', '.join(OPS)}; and pyg "
+                         f"(mmvref.pyg's kernels) when torch_geometric is installed)")
     ap.add_argument("--dtypes", metavar="DT[,DT...]", type=_csv_type(ALL_DTYPES, "--dtypes"),
                     default=list(DTYPES),
                     help=f"the input dtypes to compile for (default: {','.join(DTYPES)}; also {others}). "

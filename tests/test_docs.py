@@ -367,8 +367,8 @@ def validate(target, ns):
         bad += [f"--ops: unknown op {o}" for o in (ns.ops or []) if o not in OPS and o not in GROUPS
                 and o != "dask"]
     elif target == "mmvref" and (hasattr(ns, "ops") or hasattr(ns, "dtypes")):  # precompile
-        from mmvref._precompile import OPS as PRECOMPILED  # the registry's fast ops and prepare
-        bad += [f"--ops: unknown op {o}" for o in _names(getattr(ns, "ops", None)) if o not in PRECOMPILED]
+        from mmvref._precompile import INTEGRATIONS, OPS  # the registry's fast ops, prepare; pyg
+        bad += [f"--ops: unknown op {o}" for o in _names(getattr(ns, "ops", None)) if o not in OPS + INTEGRATIONS]
         for d in _names(getattr(ns, "dtypes", None)):
             try:
                 np.dtype(d)

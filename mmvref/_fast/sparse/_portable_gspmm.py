@@ -1,0 +1,202 @@
+"""Numba kernels of graph message passing without messages (``mmvref.pyg``'s fused path, issue 33).
+
+A graph's edges e = (src_e -> dst_e) with an optional weight w[e, h] per edge and head aggregate
+the source rows of x into the destination rows of out, the E x F messages never built:
+
+    out[i, f] = reduce over edges e into i of  w[e, f // C] * x[src_e, f]     (C = F // H)
+
+The graph arrives as CSR by destination (``indptr``, ``col`` = src per entry, ``perm`` = the
+original edge id of each entry, so weights and weight gradients stay in the caller's edge order).
+The transposed product (the features' gradient) is the same kernel over the CSR by source.
+
+Rows in parallel, in tasks of about equal entries (``tasks``: row boundaries, so power-law rows
+do not leave a thread idle); each row is accumulated in order into its own output row, a multiply
+then an add: the sum of a row is the sequential sum in CSR order (stable by edge id), whatever
+the thread count. Max/min keep the first extreme (the lowest CSR position) and its edge id for
+the backward's routing; a row with no edge gives 0 and edge id -1 (PyG's and torch_scatter's
+convention).
+
+One kernel per job and dtype; the weight layout (none, one per edge, one per edge and head) and
+whether a max/min gradient reaches the weights are runtime branches outside the feature loop, so a
+first call compiles a few small kernels for its dtype, not one per combination.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+__all__ = ["csr_by_key", "row_tasks", "gspmm_sum", "gspmm_extreme", "gspmm_extreme_backward", "sddmm"]
+
+
+@njit(cache=True)
+def csr_by_key(key, other, n_rows, n_other):
+    """Stable counting sort of edges by ``key`` (int64, E): (indptr int64[n_rows + 1], other's
+    entries in that order as int32, edge ids int32, ok). ``ok`` is False, and nothing else is
+    meaningful, when a key leaves [0, n_rows) or an ``other`` leaves [0, n_other)."""
+    E = key.shape[0]
+    indptr = np.zeros(n_rows + 1, np.int64)
+    col = np.empty(E, np.int32)
+    perm = np.empty(E, np.int32)
+    for e in range(E):
+        k = key[e]
+        o = other[e]
+        if k < 0 or k >= n_rows or o < 0 or o >= n_other:
+            return indptr, col, perm, False
+        indptr[k + 1] += 1
+    for r in range(n_rows):
+        indptr[r + 1] += indptr[r]
+    fill = indptr[:-1].copy()
+    for e in range(E):
+        k = key[e]
+        p = fill[k]
+        fill[k] = p + 1
+        col[p] = other[e]
+        perm[p] = e
+    return indptr, col, perm, True
+
+
+@njit(cache=True)
+def row_tasks(indptr, n_tasks):
+    """Row boundaries of ``n_tasks`` tasks of about equal entries (+ rows, so that runs of empty
+    rows count too): int64[n_tasks + 1], first 0, last n_rows."""
+    n = indptr.shape[0] - 1
+    total = indptr[n] + n
+    bounds = np.empty(n_tasks + 1, np.int64)
+    bounds[0] = 0
+    r = 0
+    for t in range(1, n_tasks):
+        target = (total * t) // n_tasks
+        while r < n and indptr[r] + r < target:
+            r += 1
+        bounds[t] = r
+    bounds[n_tasks] = n
+    return bounds
+
+
+@njit(parallel=True, cache=True)
+def gspmm_sum(tasks, indptr, col, perm, w, heads, x, out):
+    """Sum of the weighted source rows (a mean divides it afterwards, as PyG does). ``w`` is
+    (E, heads) with heads | F, or (0, 1) for no weight; ``out`` (n_rows, F), overwritten."""
+    F = x.shape[1]
+    C = F // heads
+    has_w = w.shape[0] > 0
+    for t in prange(tasks.shape[0] - 1):
+        for i in range(tasks[t], tasks[t + 1]):
+            o = out[i]
+            for f in range(F):
+                o[f] = 0
+            p0 = indptr[i]
+            p1 = indptr[i + 1]
+            for p in range(p0, p1):
+                xr = x[col[p]]
+                if not has_w:
+                    for f in range(F):
+                        o[f] += xr[f]
+                elif heads == 1:
+                    wv = w[perm[p], 0]
+                    for f in range(F):
+                        o[f] += wv * xr[f]
+                else:
+                    e = perm[p]
+                    for h in range(heads):
+                        wv = w[e, h]
+                        for c in range(h * C, h * C + C):
+                            o[c] += wv * xr[c]
+
+
+@njit(parallel=True, cache=True)
+def gspmm_extreme(tasks, indptr, col, perm, w, has_w, heads, x, out, arg, is_max):
+    """Max (``is_max``) or min of the weighted source rows and the edge id that gave it (the first
+    in CSR order among equals; NaN wins and stays, as in torch's amax/amin); rows without entries
+    give 0 and -1. Without weights (``has_w`` False) ``w`` is [[1]]: multiplying by it is exact, and
+    keeps one loop body. The comparison is a select, not a branch, so the feature loop vectorises
+    (with a branch, max took ten times as long as sum)."""
+    F = x.shape[1]
+    C = F // heads
+    for t in prange(tasks.shape[0] - 1):
+        for i in range(tasks[t], tasks[t + 1]):
+            o = out[i]
+            a = arg[i]
+            p0 = indptr[i]
+            p1 = indptr[i + 1]
+            if p0 == p1:
+                for f in range(F):
+                    o[f] = 0
+                    a[f] = -1
+                continue
+            for p in range(p0, p1):
+                e = perm[p]
+                xr = x[col[p]]
+                for h in range(heads):
+                    wv = w[e, h] if has_w else w[0, 0]
+                    if p == p0:
+                        for c in range(C):
+                            o[h * C + c] = wv * xr[h * C + c]
+                            a[h * C + c] = e
+                    else:
+                        _extreme_step(o[h * C:h * C + C], a[h * C:h * C + C], xr[h * C:h * C + C], wv, e, is_max)
+
+
+@njit(cache=True)
+def _extreme_step(o, a, xr, wv, e, is_max):
+    """One entry into a row's running max/min ``o`` and edge ids ``a`` (whole views: a loop over
+    0..len with no offset, which LLVM vectorises)."""
+    if is_max:
+        for f in range(o.shape[0]):
+            v = wv * xr[f]
+            take = (v > o[f]) | (v != v)
+            o[f] = v if take else o[f]
+            a[f] = e if take else a[f]
+    else:
+        for f in range(o.shape[0]):
+            v = wv * xr[f]
+            take = (v < o[f]) | (v != v)
+            o[f] = v if take else o[f]
+            a[f] = e if take else a[f]
+
+
+@njit(cache=True)
+def gspmm_extreme_backward(arg, src, w, heads, g, x, grad_x, grad_w):
+    """The max/min backward: each output entry's gradient to the source row (times the weight) and,
+    when ``grad_w`` has rows, to the weight of the edge that gave it. Serial: several outputs may
+    route to one source row. ``grad_x`` and ``grad_w`` must be zeroed by the caller."""
+    n, F = g.shape
+    C = F // heads
+    has_w = w.shape[0] > 0
+    need_w = grad_w.shape[0] > 0
+    for i in range(n):
+        for f in range(F):
+            e = arg[i, f]
+            if e < 0:
+                continue
+            j = src[e]
+            gv = g[i, f]
+            if has_w:
+                h = f // C
+                grad_x[j, f] += w[e, h] * gv
+                if need_w:
+                    grad_w[e, h] += gv * x[j, f]
+            else:
+                grad_x[j, f] += gv
+
+
+@njit(parallel=True, cache=True)
+def sddmm(tasks, indptr, col, perm, heads, a, b, grad_w):
+    """The edge weights' gradient of a sum: grad_w[e, h] = <a[dst_e, head h], b[src_e, head h]>,
+    over the CSR by destination (a: the output's gradient, b: the source features)."""
+    F = a.shape[1]
+    C = F // heads
+    for t in prange(tasks.shape[0] - 1):
+        for i in range(tasks[t], tasks[t + 1]):
+            ar = a[i]
+            for p in range(indptr[i], indptr[i + 1]):
+                br = b[col[p]]
+                e = perm[p]
+                for h in range(heads):
+                    if C == 0:
+                        grad_w[e, h] = 0
+                        continue
+                    s = ar[h * C] * br[h * C]
+                    for c in range(h * C + 1, h * C + C):
+                        s += ar[c] * br[c]
+                    grad_w[e, h] = s

@@ -1,0 +1,101 @@
+"""Fused message passing as one autograd function: neighbour features reduced into each destination
+without the E x F messages (``mmvref._fast.sparse._portable_gspmm``'s kernels over a prepared
+``Graph``).
+
+    out[i] = reduce over edges e = (j -> i) of  w_e * x[j]     reduce: sum, mean, max, min
+
+``w`` is absent (copy the source features: SAGE, GIN), one weight per edge (GCN, GraphConv, a
+weighted sparse adjacency) or one per edge and head (GAT's attention, x of shape (N, heads, C)).
+Backward: the features' gradient is the transposed product over the CSR by source (for a mean,
+of the gradient divided by the degree); the weights' gradient is the per-edge dot product of the
+output's gradient and the source features (``sddmm``); max/min route each output's gradient to the
+edge that gave it (ties: the first in CSR order, as torch_scatter's arg routing; torch's own
+``scatter_reduce`` splits a tie's gradient evenly).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .._fast.sparse import _portable_gspmm as kernels
+from ._graph import Graph
+
+__all__ = ["gspmm"]
+
+_NO_W = {torch.float32: np.empty((0, 1), np.float32), torch.float64: np.empty((0, 1), np.float64)}
+_ONE = {torch.float32: np.ones((1, 1), np.float32), torch.float64: np.ones((1, 1), np.float64)}
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().numpy()
+
+
+def _w2(w, E: int, heads: int, dtype) -> np.ndarray:
+    return _NO_W[dtype] if w is None else _np(w).reshape(E, heads)
+
+
+class _GSpmm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, graph: Graph, x: torch.Tensor, w, reduce: str, heads: int):
+        f = graph.forward
+        x2 = x.contiguous().view(x.shape[0], -1)
+        wc = None if w is None else w.contiguous()
+        out = torch.empty((f.n_rows, x2.shape[1]), dtype=x.dtype)
+        w_np = _w2(wc, f.col.shape[0], heads, x.dtype)
+        arg = None
+        if reduce in ("sum", "mean"):
+            kernels.gspmm_sum(f.tasks(), f.indptr, f.col, f.perm, w_np, heads, _np(x2), _np(out))
+            if reduce == "mean":
+                out.div_(graph.degree(x.dtype))
+        else:
+            arg = torch.empty((f.n_rows, x2.shape[1]), dtype=torch.int32)
+            w_ext = _ONE[x.dtype] if w is None else w_np
+            kernels.gspmm_extreme(f.tasks(), f.indptr, f.col, f.perm, w_ext, w is not None, heads, _np(x2),
+                                  _np(out), arg.numpy(), reduce == "max")
+        ctx.graph, ctx.reduce, ctx.heads = graph, reduce, heads
+        ctx.x_shape = x.shape
+        ctx.has_w = w is not None
+        ctx.save_for_backward(x2, wc, arg)
+        return out.view((f.n_rows,) + tuple(x.shape[1:]))
+
+    @staticmethod
+    def backward(ctx, grad):
+        graph, reduce, heads = ctx.graph, ctx.reduce, ctx.heads
+        x2, wc, arg = ctx.saved_tensors
+        need_x, need_w = ctx.needs_input_grad[1], ctx.needs_input_grad[2]
+        f = graph.forward
+        E = f.col.shape[0]
+        g = grad.contiguous().view(f.n_rows, -1)
+        w_np = _w2(wc, E, heads, x2.dtype)
+        grad_x = grad_w = None
+        if reduce in ("sum", "mean"):
+            if reduce == "mean":
+                g = g / graph.degree(g.dtype)
+            if need_x:
+                b = graph.backward
+                grad_x = torch.empty_like(x2)
+                kernels.gspmm_sum(b.tasks(), b.indptr, b.col, b.perm, w_np, heads, _np(g), _np(grad_x))
+            if need_w and ctx.has_w:
+                grad_w = torch.empty((E, heads), dtype=x2.dtype)
+                kernels.sddmm(f.tasks(), f.indptr, f.col, f.perm, heads, _np(g), _np(x2), _np(grad_w))
+        else:
+            grad_x = torch.zeros_like(x2)
+            gw = torch.zeros((E, heads) if need_w and ctx.has_w else (0, 1), dtype=x2.dtype)
+            kernels.gspmm_extreme_backward(_np(arg), graph.src_of_edge, w_np, heads, _np(g), _np(x2),
+                                           _np(grad_x), _np(gw))
+            if need_w and ctx.has_w:
+                grad_w = gw
+            if not need_x:
+                grad_x = None
+        if grad_x is not None:
+            grad_x = grad_x.view(ctx.x_shape)
+        if grad_w is not None:
+            grad_w = grad_w.view(wc.shape)
+        return None, grad_x, grad_w, None, None
+
+
+def gspmm(graph: Graph, x: torch.Tensor, w, reduce: str, heads: int = 1) -> torch.Tensor:
+    """``reduce`` (sum, mean, max, min) over each destination's in-edges of ``w_e * x[src_e]``:
+    (n_dst,) + x.shape[1:]. ``x`` (n_src, ...) float32/float64 on the CPU; ``w`` None, (E,) or
+    (E, heads) of x's dtype. Differentiable in ``x`` and ``w``."""
+    return _GSpmm.apply(graph, x, w, reduce, heads)

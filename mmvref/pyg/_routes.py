@@ -1,0 +1,260 @@
+"""What ``mmvref.pyg.enable()`` puts in place of PyG's code, and the conditions under which each
+replacement takes a call (otherwise it calls PyG's own function with the same arguments).
+
+- ``scatter`` / ``segment`` (``torch_geometric.utils``): mmvref's differentiable reductions
+  (``mmvref.torch_scatter``) for CPU float32/float64 values with an int64 index (``scatter``: where
+  a gradient is taken, see ``_scatter_pays``; ``segment``: always). This also routes
+  everything PyG builds on them: ``Aggregation.reduce`` (sum, mean, min, max, mul) and the
+  aggregations composed of it (var, std, powermean, ...), and ``softmax``, whose maxima and sums
+  are scatter/segment calls.
+- ``spmm`` (``torch_geometric.utils``): a CPU torch sparse CSR or CSC adjacency times float32/64
+  features runs the fused product (``gspmm``), its graph prepared once per adjacency.
+- ``propagate`` of SAGEConv, GINConv, GCNConv, GraphConv and GATConv: with a plain or ``EdgeIndex``
+  edge index, the message (copy the source features, scale them by ``edge_weight``, or by GAT's
+  ``alpha`` per head) and its aggregation (sum, mean, max, min) run as one fused product over the
+  graph's CSR, prepared once per edge index (``GraphCache``).
+
+A fused call needs what the fused kernels compute exactly what PyG would: the layer's own
+``message`` and PyG's ``aggregate``/``update``, flow ``source_to_target``, features on the node
+dimension 0, no hooks, no explainer, no decomposed layers, no torch.compile tracing, CPU float32 or
+float64 features with weights of the same dtype. A graph seen for the first time is prepared only
+when it pays within the call: the fused product saves about E x F elements moved, the preparation
+costs a counting sort of E edges, so a new graph is prepared when the features have at least
+``PREPARE_MIN_FEATURES`` columns (below that, PyG's unfused path runs, with mmvref's scatter).
+"""
+from __future__ import annotations
+
+import threading
+
+import torch
+from torch import Tensor
+
+from .. import torch_scatter as ts
+from ._fused import gspmm
+from ._graph import Graph, GraphCache, fits_int32
+
+#: feature columns from which a graph not in the cache is prepared for a fused call (measured: see
+#: docs/graph-learning.md)
+PREPARE_MIN_FEATURES = 2
+
+_FLOATS = (torch.float32, torch.float64)
+_SCATTER_REDUCES = {"sum": "sum", "add": "sum", "mean": "mean", "min": "min", "max": "max",
+                    "amin": "min", "amax": "max", "mul": "mul"}
+_FUSED_REDUCES = {"add": "sum", "sum": "sum", "mean": "mean", "max": "max", "min": "min"}
+
+cache = GraphCache()
+
+_counts_lock = threading.Lock()
+counts = {"fused": 0, "unfused": 0, "fallback": 0}
+
+
+def _count(key: str) -> None:
+    with _counts_lock:
+        counts[key] += 1
+
+
+def _tracing() -> bool:
+    return torch.compiler.is_compiling() or torch.jit.is_scripting() or torch.jit.is_tracing()
+
+
+def _cpu_float(t) -> bool:
+    return isinstance(t, Tensor) and t.device.type == "cpu" and t.dtype in _FLOATS and not t.is_sparse \
+        and t.layout == torch.strided
+
+
+# ----------------------------------------------------------------------------- scatter / segment
+
+def _scatter_pays(src: Tensor, reduce: str) -> bool:
+    """Whether mmvref's scatter beats PyG's (torch's ``scatter_add_``/``scatter_reduce_``) here:
+    where a gradient is taken (torch's backward of amax/amin and its sum backward's gather lose;
+    measured 1.4-6.7x forward + backward at E = 4e5, F = 1-128), except a 1-D sum (a tie). Without
+    a gradient torch's forward kernels are as fast or faster (a 1-D sum 8x, a max 2-5x), so PyG's
+    code runs."""
+    return torch.is_grad_enabled() and src.requires_grad and (src.dim() > 1 or reduce != "sum")
+
+
+def make_scatter(original):
+    def scatter(src: Tensor, index: Tensor, dim: int = 0, dim_size=None, reduce: str = "sum") -> Tensor:
+        r = _SCATTER_REDUCES.get(reduce) if isinstance(reduce, str) else None
+        if (r is None or _tracing() or not _cpu_float(src) or not isinstance(index, Tensor)
+                or index.dim() != 1 or index.dtype != torch.int64 or index.device.type != "cpu"
+                or not isinstance(dim, int) or not -src.dim() <= dim < src.dim()
+                or src.size(dim) != index.numel() or not _scatter_pays(src, r)):
+            _count("fallback")
+            return original(src, index, dim, dim_size, reduce)
+        _count("unfused")
+        return ts.scatter(src, index, dim, None, dim_size, r)
+
+    scatter.__doc__ = original.__doc__
+    scatter.__wrapped__ = original
+    return scatter
+
+
+def make_segment(original):
+    def segment(src: Tensor, ptr: Tensor, reduce: str = "sum") -> Tensor:
+        if (reduce not in ("sum", "add", "mean", "min", "max") or _tracing() or not _cpu_float(src)
+                or not isinstance(ptr, Tensor) or ptr.dtype != torch.int64 or ptr.device.type != "cpu"
+                or ptr.dim() != 1 or src.dim() < 1):
+            _count("fallback")
+            return original(src, ptr, reduce)
+        _count("unfused")
+        return ts.segment_csr(src, ptr, reduce="sum" if reduce == "add" else reduce)
+
+    segment.__doc__ = original.__doc__
+    segment.__wrapped__ = original
+    return segment
+
+
+# ----------------------------------------------------------------------------- spmm on an adjacency
+
+def _adjacency_graph(adj: Tensor):
+    """The prepared graph of a CPU torch sparse CSR/CSC adjacency (rows: destinations), or None."""
+    n_dst, n_src = adj.shape
+    if adj.layout == torch.sparse_csr:
+        ptr, idx = adj.crow_indices(), adj.col_indices()
+    else:
+        ptr, idx = adj.ccol_indices(), adj.row_indices()
+    E = idx.numel()
+    if ptr.dtype != torch.int64 or idx.dtype != torch.int64 or not fits_int32(E, n_dst, n_src):
+        return None
+
+    def build():
+        p, c = ptr.numpy(), idx.numpy()
+        if adj.layout == torch.sparse_csr:
+            return Graph.from_csr(p, c, n_src)
+        import numpy as np
+
+        if p[0] != 0 or p[-1] != E or (n_src and np.any(np.diff(p) < 0)):
+            return None
+        src = np.repeat(np.arange(n_src, dtype=np.int64), np.diff(p))
+        return Graph.from_edges(c, src, n_dst, n_src)
+
+    return cache.get((ptr, idx), (adj.layout, n_dst, n_src), build)
+
+
+def make_spmm(original):
+    def spmm(src, other: Tensor, reduce: str = "sum") -> Tensor:
+        r = _FUSED_REDUCES.get(reduce) if isinstance(reduce, str) else None
+        if (r is not None and not _tracing() and isinstance(src, Tensor) and src.device.type == "cpu"
+                and src.layout in (torch.sparse_csr, torch.sparse_csc) and src.dim() == 2
+                and _cpu_float(other) and other.dim() == 2 and src.dtype == other.dtype
+                and src.size(1) == other.size(0)):
+            g = _adjacency_graph(src)
+            if g is not None:
+                _count("fused")
+                return gspmm(g, other, src.values(), r)
+        _count("fallback")
+        return original(src, other, reduce)
+
+    spmm.__doc__ = original.__doc__
+    spmm.__wrapped__ = original
+    return spmm
+
+
+# ----------------------------------------------------------------------------- fused propagate
+
+_HOOKS = ("_propagate_forward_pre_hooks", "_propagate_forward_hooks", "_message_forward_pre_hooks",
+          "_message_forward_hooks", "_aggregate_forward_pre_hooks", "_aggregate_forward_hooks",
+          "_message_and_aggregate_forward_pre_hooks", "_message_and_aggregate_forward_hooks")
+
+
+def _edge_index_graph(edge_index: Tensor, n_dst: int, n_src: int, features: int):
+    """The prepared graph of an edge index (row 0 sources, row 1 destinations), or None: an index
+    that leaves its range (PyG's own path raises the error), or a new graph too narrow to pay."""
+    E = edge_index.size(1)
+    if not fits_int32(E, n_dst, n_src):
+        return None
+    plain = edge_index.as_subclass(Tensor) if type(edge_index) is not Tensor else edge_index
+
+    def build():
+        if features < PREPARE_MIN_FEATURES:
+            return None
+        ei = plain.numpy()
+        return Graph.from_edges(ei[1], ei[0], n_dst, n_src)
+
+    return cache.get((edge_index,), ("edge_index", n_dst, n_src), build)
+
+
+def fused_kinds():
+    """{conv class: (its message function, the name of its weight argument or None)}: the layers
+    whose ``propagate`` gets the fused path."""
+    from torch_geometric.nn.conv import GATConv, GCNConv, GINConv, GraphConv, SAGEConv
+
+    return {SAGEConv: (SAGEConv.message, None), GINConv: (GINConv.message, None),
+            GCNConv: (GCNConv.message, "edge_weight"), GraphConv: (GraphConv.message, "edge_weight"),
+            GATConv: (GATConv.message, "alpha")}
+
+
+def _try_fused(self, message, weight_name, edge_index, size, kwargs):
+    """The fused result of ``self.propagate(edge_index, size, **kwargs)``, or None where PyG's path
+    must run."""
+    from torch_geometric.nn.aggr import MaxAggregation, MeanAggregation, MinAggregation, SumAggregation
+    from torch_geometric.nn.conv import MessagePassing
+
+    aggr = self.aggr
+    r = _FUSED_REDUCES.get(aggr) if isinstance(aggr, str) else None
+    if (r is None or type(self.aggr_module) not in (SumAggregation, MeanAggregation, MaxAggregation, MinAggregation)
+            or type(self).message is not message or type(self).update is not MessagePassing.update
+            or type(self).aggregate is not MessagePassing.aggregate or self.flow != "source_to_target"
+            or self.explain or self.decomposed_layers != 1 or any(getattr(self, h) for h in _HOOKS)
+            or _tracing()):
+        return None
+    if (not isinstance(edge_index, Tensor) or edge_index.layout != torch.strided or edge_index.dim() != 2
+            or edge_index.size(0) != 2 or edge_index.dtype != torch.int64 or edge_index.device.type != "cpu"
+            or not edge_index.is_contiguous()):
+        return None
+    extra = set(kwargs) - {"x", weight_name}
+    if extra:
+        return None
+    x = kwargs.get("x")
+    w = kwargs.get(weight_name) if weight_name else None
+    x_src = x[0] if isinstance(x, (tuple, list)) else x
+    if not _cpu_float(x_src) or x_src.dim() < 2 or self.node_dim % x_src.dim() != 0:
+        return None
+    E = edge_index.size(1)
+    heads = 1
+    if w is not None:
+        if not _cpu_float(w) or w.dtype != x_src.dtype or w.size(0) != E:
+            return None
+        if weight_name == "alpha":
+            if w.dim() != 2 or x_src.dim() != 3 or x_src.size(1) != w.size(1):
+                return None
+            heads = w.size(1)
+        elif w.dim() != 1 or x_src.dim() != 2:
+            return None
+    elif weight_name == "alpha":
+        return None
+    # sizes exactly as PyG's collect sets them (its checks raise its errors)
+    sizes = self._check_input(edge_index, size)
+    if isinstance(x, (tuple, list)):
+        if len(x) != 2:
+            return None
+        for k in (0, 1):
+            if isinstance(x[k], Tensor):
+                self._set_size(sizes, k, x[k])
+    else:
+        self._set_size(sizes, 0, x)
+    n_src = x_src.size(0)
+    n_dst = sizes[1] if sizes[1] is not None else sizes[0]
+    features = x_src.numel() // max(n_src, 1)
+    graph = _edge_index_graph(edge_index, n_dst, n_src, features)
+    if graph is None:
+        return None
+    return gspmm(graph, x_src, w, r, heads)
+
+
+def make_propagate(cls, original, message, weight_name):
+    """``cls.propagate`` with the fused path in front of ``original`` (PyG's, called unchanged
+    whenever the fused path does not apply)."""
+    def propagate(self, edge_index, size=None, **kwargs):
+        out = _try_fused(self, message, weight_name, edge_index, size, kwargs)
+        if out is None:
+            _count("fallback")
+            return original(self, edge_index, size=size, **kwargs)
+        _count("fused")
+        return out
+
+    propagate.__doc__ = original.__doc__
+    propagate.__wrapped__ = original
+    propagate.__qualname__ = f"{cls.__name__}.propagate"
+    return propagate

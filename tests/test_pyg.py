@@ -1,0 +1,514 @@
+"""mmvref.pyg (issue 33): routing on and off, the fused product against a plain-loop oracle, PyG's
+layers and a training loop against stock PyG, the graph cache never stale, and the fallbacks."""
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch_geometric")
+
+import torch_geometric  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from torch_geometric import EdgeIndex  # noqa: E402
+from torch_geometric.nn import GATConv, GCNConv, GINConv, GraphConv, SAGEConv  # noqa: E402
+from torch_geometric.utils import to_torch_csc_tensor, to_torch_csr_tensor  # noqa: E402
+
+import mmvref.pyg as mp  # noqa: E402
+from mmvref.pyg import _routes  # noqa: E402
+from mmvref.pyg._fused import gspmm  # noqa: E402
+from mmvref.pyg._graph import Graph  # noqa: E402
+
+# PyG's and torch's own warnings on the stock runs these tests compare with
+pytestmark = [pytest.mark.filterwarnings("ignore:Sparse invariant checks:UserWarning"),
+              pytest.mark.filterwarnings("ignore:Converting sparse tensor to CSR:UserWarning"),
+              pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta:UserWarning")]
+
+TOL = {torch.float32: dict(rtol=1e-4, atol=1e-5), torch.float64: dict(rtol=1e-10, atol=1e-12)}
+
+
+@pytest.fixture(autouse=True)
+def _off_after():
+    mp.clear_cache()
+    yield
+    mp.disable()
+
+
+def _graph(seed, n_src, n_dst, E):
+    g = torch.Generator().manual_seed(seed)
+    return torch.stack([torch.randint(0, n_src, (E,), generator=g), torch.randint(0, n_dst, (E,), generator=g)])
+
+
+# ----------------------------------------------------------------------------- the oracle
+
+def _oracle(ei, x, w, reduce, n_dst):
+    """Plain loops over the edges: out[i] = reduce over e into i of w_e * x[src_e] (torch ops on one
+    row at a time, so that torch's autograd gives the oracle's gradients)."""
+    heads = 1 if w is None or w.dim() == 1 else w.shape[1]
+    rows = []
+    for i in range(n_dst):
+        msgs = []
+        for e in range(ei.shape[1]):
+            if int(ei[1, e]) == i:
+                m = x[int(ei[0, e])]
+                if w is not None:
+                    m = (m.reshape(heads, -1) * w[e].reshape(heads, 1)).reshape(m.shape)
+                msgs.append(m)
+        if not msgs:
+            rows.append(torch.zeros_like(x[0]) if x.shape[0] else torch.zeros(x.shape[1:], dtype=x.dtype))
+            continue
+        s = torch.stack(msgs)
+        rows.append({"sum": s.sum(0), "mean": s.mean(0), "max": s.amax(0), "min": s.amin(0)}[reduce])
+    return torch.stack(rows) if rows else torch.zeros((0,) + tuple(x.shape[1:]), dtype=x.dtype)
+
+
+@settings(deadline=None)
+@given(seed=st.integers(0, 2**16), n_src=st.integers(0, 9), n_dst=st.integers(0, 9), E=st.integers(0, 40),
+       feats=st.sampled_from([(1,), (3,), (8,), (2, 3)]), weights=st.sampled_from(["none", "edge", "head"]),
+       reduce=st.sampled_from(["sum", "mean", "max", "min"]), dtype=st.sampled_from([torch.float32, torch.float64]))
+def test_fused_product_and_gradients_match_the_loop_oracle(seed, n_src, n_dst, E, feats, weights, reduce, dtype):
+    if n_src == 0 or n_dst == 0:
+        E = 0
+    n_src, n_dst = max(n_src, 1), max(n_dst, 1)
+    ei = _graph(seed, n_src, n_dst, E)
+    gen = torch.Generator().manual_seed(seed + 1)
+    if weights == "head" and len(feats) == 1:
+        feats = (2,) + feats
+    x = torch.randn((n_src,) + feats, generator=gen, dtype=dtype).requires_grad_()
+    heads = feats[0] if weights == "head" else 1
+    w = None
+    if weights == "edge":
+        w = torch.rand(E, generator=gen, dtype=dtype).add_(0.5).requires_grad_()
+    elif weights == "head":
+        w = torch.rand(E, heads, generator=gen, dtype=dtype).add_(0.5).requires_grad_()
+    if weights != "head" and len(feats) == 2:
+        x = x.detach().reshape(n_src, -1).requires_grad_()
+    graph = Graph.from_edges(ei[1].numpy(), ei[0].numpy(), n_dst, n_src)
+    out = gspmm(graph, x, w, reduce, heads)
+    ref = _oracle(ei, x, w, reduce, n_dst)
+    torch.testing.assert_close(out, ref, **TOL[dtype])
+    g = torch.randn(out.shape, generator=gen, dtype=dtype)
+    params = [x] + ([w] if w is not None else [])
+    got = torch.autograd.grad(out, params, g, allow_unused=True)
+    if ref.requires_grad:
+        want = torch.autograd.grad(ref, params, g, allow_unused=True)
+    else:  # no edge: the oracle's zeros depend on nothing
+        want = [None] * len(params)
+    for a, b, p in zip(got, want, params):
+        a = torch.zeros_like(p) if a is None else a
+        b = torch.zeros_like(p) if b is None else b
+        torch.testing.assert_close(a, b, **TOL[dtype])
+
+
+def test_bad_indices_are_not_prepared():
+    ei = torch.tensor([[0, 5], [0, 1]])
+    assert Graph.from_edges(ei[1].numpy(), ei[0].numpy(), 2, 3) is None
+    assert Graph.from_csr(np.array([0, 2, 1]), np.array([0, 1]), 2) is None
+
+
+# ----------------------------------------------------------------------------- routing on and off
+
+def test_enable_rebinds_every_module_and_disable_restores_them():
+    import torch_geometric.nn.aggr.base as base
+    import torch_geometric.nn.conv.sage_conv as sage_mod
+    import torch_geometric.utils as U
+    from torch_geometric.utils import _scatter, _segment, _softmax, _spmm
+
+    originals = (_scatter.scatter, _segment.segment, _spmm.spmm)
+    prop = {c: c.__dict__.get("propagate") for c in (SAGEConv, GCNConv, GINConv, GraphConv, GATConv)}
+    assert not mp.is_enabled()
+    mp.enable()
+    assert mp.is_enabled()
+    for mod in (U, base, _softmax, _scatter):  # the defining module too: its own callers are routed
+        assert mod.scatter is not originals[0] and mod.scatter.__wrapped__ is originals[0]
+    assert base.segment.__wrapped__ is originals[1]
+    assert sage_mod.spmm.__wrapped__ is originals[2]
+    for c in prop:
+        assert c.__dict__["propagate"].__wrapped__ is not None
+    mp.disable()
+    assert not mp.is_enabled()
+    assert (U.scatter, U.segment, U.spmm) == originals
+    assert (base.scatter, base.segment, _softmax.scatter, sage_mod.spmm) == (originals[0], originals[1],
+                                                                             originals[0], originals[2])
+    assert {c: c.__dict__.get("propagate") for c in prop} == prop
+
+
+def test_context_manager_restores_the_previous_state():
+    with mp.enable():
+        assert mp.is_enabled()
+        with mp.enable():
+            assert mp.is_enabled()
+        assert mp.is_enabled()  # the inner block found it on and leaves it on
+    assert not mp.is_enabled()
+
+
+def test_a_layer_built_while_enabled_works_after_disable():
+    with mp.enable():
+        conv = GCNConv(4, 3)
+    ei = _graph(0, 6, 6, 20)
+    x = torch.randn(6, 4)
+    out = conv(x, ei)
+    assert conv.__class__.propagate.__module__ != _routes.__name__
+    with mp.enable():
+        torch.testing.assert_close(conv(x, ei), out, **TOL[torch.float32])
+
+
+def test_an_untested_pyg_version_warns_once_and_does_nothing(monkeypatch):
+    monkeypatch.setattr(torch_geometric, "__version__", "2.5.3")
+    monkeypatch.setattr(mp, "_warned", False)
+    with pytest.warns(RuntimeWarning, match="2.5.3"):
+        mp.enable()
+    assert not mp.is_enabled()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mp.enable()  # no second warning
+    assert not mp.is_enabled()
+
+
+def test_cache_bytes_is_checked():
+    with pytest.raises(ValueError, match="cache_bytes"):
+        mp.enable(cache_bytes=-1)
+
+
+# ----------------------------------------------------------------------------- PyG's layers against stock
+
+def _run(conv, args, x, params):
+    out = conv(*args)
+    g = torch.linspace(-1, 1, out.numel(), dtype=out.dtype).view(out.shape)
+    grads = torch.autograd.grad((out * g).sum(), params, allow_unused=True)
+    return out.detach(), grads
+
+
+def _compare(conv, args, params, dtype, expect_fused=True):
+    ref = _run(conv, args, None, params)
+    with mp.enable():
+        before = mp.stats()["fused"]
+        got = _run(conv, args, None, params)
+        fused = mp.stats()["fused"] - before
+    assert (fused > 0) == expect_fused
+    torch.testing.assert_close(got[0], ref[0], **TOL[dtype])
+    for a, b in zip(got[1], ref[1]):
+        if b is None:
+            assert a is None
+        else:
+            torch.testing.assert_close(a, b, **TOL[dtype])
+
+
+LAYERS = [
+    ("sage-mean", lambda F: SAGEConv(F, 5), False),
+    ("sage-sum", lambda F: SAGEConv(F, 5, aggr="sum"), False),
+    ("sage-max", lambda F: SAGEConv(F, 5, aggr="max"), False),
+    ("sage-min", lambda F: SAGEConv(F, 5, aggr="min"), False),
+    ("gin", lambda F: GINConv(torch.nn.Linear(F, 5)), False),
+    ("gcn", lambda F: GCNConv(F, 5), True),
+    ("graphconv", lambda F: GraphConv(F, 5), True),
+    ("graphconv-max", lambda F: GraphConv(F, 5, aggr="max"), True),
+    ("gat", lambda F: GATConv(F, 3, heads=2), False),
+]
+
+
+@pytest.mark.parametrize("name,make,weighted", LAYERS, ids=[c[0] for c in LAYERS])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("rep", ["edge_index", "EdgeIndex", "csr", "csc"])
+def test_layers_equal_stock(name, make, weighted, dtype, rep):
+    torch.manual_seed(1)
+    N, F = 30, 6
+    ei = _graph(3, N, N, 150)
+    x = torch.randn(N, F, dtype=dtype, requires_grad=True)
+    conv = make(F).to(dtype)
+    w = torch.rand(ei.shape[1], dtype=dtype).requires_grad_() if weighted else None
+    params = [x] + list(conv.parameters()) + ([w] if w is not None else [])
+    if rep == "edge_index":
+        graph = ei
+    elif rep == "EdgeIndex":
+        graph = EdgeIndex(ei, sparse_size=(N, N)).sort_by("col")[0]
+        if w is not None:
+            w = w.detach()[EdgeIndex(ei, sparse_size=(N, N)).sort_by("col")[1]].requires_grad_()
+            params[-1] = w
+    else:
+        if name == "gat":
+            pytest.skip("GATConv does not take a torch sparse adjacency with attention")
+        if name == "gcn" and rep == "csc":
+            pytest.skip("PyG's gcn_norm does not take a CSC adjacency")
+        to = to_torch_csr_tensor if rep == "csr" else to_torch_csc_tensor
+        # the adjacency's values are the edge weights (ones without): the features' dtype
+        values = torch.ones(ei.shape[1], dtype=dtype) if w is None else w.detach()
+        graph = to(ei.flip(0), values, size=(N, N))
+        if w is not None:
+            params = params[:-1]
+            w = None
+    args = (x, graph) + ((w,) if w is not None else ())
+    _compare(conv, args, params, dtype)
+
+
+def test_bipartite_inputs_and_size():
+    torch.manual_seed(2)
+    n_src, n_dst, F = 12, 7, 4
+    ei = _graph(4, n_src, n_dst, 40)
+    xs = torch.randn(n_src, F, requires_grad=True)
+    xd = torch.randn(n_dst, F, requires_grad=True)
+    conv = SAGEConv((F, F), 3, aggr="max")
+    _compare(conv, ((xs, xd), ei, (n_src, n_dst)), [xs, xd] + list(conv.parameters()), torch.float32)
+    gat = GATConv((F, F), 2, heads=2, add_self_loops=False)
+    _compare(gat, ((xs, xd), ei, (n_src, n_dst)), [xs, xd] + list(gat.parameters()), torch.float32)
+
+
+def test_isolated_destinations_and_an_empty_graph():
+    x = torch.randn(5, 3, requires_grad=True)
+    conv = SAGEConv(3, 2, aggr="max")
+    ei = torch.tensor([[0, 1], [2, 2]])
+    _compare(conv, (x, ei), [x] + list(conv.parameters()), torch.float32)
+    _compare(conv, (x, torch.empty((2, 0), dtype=torch.long)), [x] + list(conv.parameters()), torch.float32)
+
+
+def test_a_training_loop_equals_stock():
+    torch.manual_seed(5)
+    N, F, C = 60, 8, 3
+    ei = _graph(6, N, N, 400)
+    x, y = torch.randn(N, F), torch.randint(0, C, (N,))
+
+    def losses(enabled):
+        torch.manual_seed(7)
+        m = torch.nn.ModuleList([SAGEConv(F, 16), GCNConv(16, 16), GATConv(16, C, heads=1)])
+        opt = torch.optim.Adam(m.parameters(), lr=0.01)
+        out = []
+        with mp.enable() if enabled else _nothing():
+            for _ in range(5):
+                opt.zero_grad()
+                h = torch.relu(m[0](x, ei))
+                h = torch.relu(m[1](h, ei))
+                loss = torch.nn.functional.cross_entropy(m[2](h, ei), y)
+                loss.backward()
+                opt.step()
+                out.append(loss.item())
+        return out
+
+    assert np.allclose(losses(True), losses(False), rtol=1e-5, atol=1e-6)
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+# ----------------------------------------------------------------------------- the cache
+
+def test_an_edge_index_changed_in_place_is_not_served_stale():
+    N, F = 20, 4
+    ei = _graph(8, N, N, 60)
+    x = torch.randn(N, F)
+    conv = SAGEConv(F, 3, aggr="sum")
+    with mp.enable():
+        first = conv(x, ei)
+        ei[0, :10] = (ei[0, :10] + 1) % N  # in place: version bumped
+        second = conv(x, ei)
+        st = mp.stats()
+    mp.disable()
+    torch.testing.assert_close(second, conv(x, ei))
+    assert not torch.allclose(first, second)
+    assert st["cache_misses"] >= 2
+
+
+def test_a_new_tensor_with_the_same_content_hits_and_other_content_misses():
+    N, F = 20, 4
+    ei = _graph(9, N, N, 60)
+    x = torch.randn(N, F)
+    conv = SAGEConv(F, 3, aggr="mean")
+    with mp.enable():
+        conv(x, ei)
+        s0 = mp.stats()
+        conv(x, ei.clone())
+        s1 = mp.stats()
+        other = ei.clone()
+        other[1, 0] = (other[1, 0] + 1) % N
+        got = conv(x, other)
+        s2 = mp.stats()
+    assert s1["cache_content_hits"] == s0["cache_content_hits"] + 1
+    assert s2["cache_misses"] == s1["cache_misses"] + 1
+    torch.testing.assert_close(got, conv(x, other))
+
+
+def test_minibatches_that_change_every_step_get_right_answers():
+    torch.manual_seed(10)
+    F = 5
+    conv = GraphConv(F, 2, aggr="max")
+    with mp.enable(cache_bytes=4096):
+        for step in range(6):
+            N = 10 + step
+            ei = _graph(100 + step, N, N, 3 * N)
+            x = torch.randn(N, F)
+            got = conv(x, ei)
+            with _disabled():
+                want = conv(x, ei)
+            torch.testing.assert_close(got, want, **TOL[torch.float32])
+        assert mp.stats()["cache_bytes"] <= 4096
+
+
+class _disabled:
+    def __enter__(self):
+        mp.disable()
+
+    def __exit__(self, *a):
+        mp.enable()
+        return False
+
+
+def test_a_zero_byte_cache_keeps_nothing_and_stays_right():
+    ei = _graph(11, 15, 15, 50)
+    x = torch.randn(15, 4)
+    conv = SAGEConv(4, 3)
+    want = conv(x, ei)
+    with mp.enable(cache_bytes=0):
+        for _ in range(2):
+            torch.testing.assert_close(conv(x, ei), want, **TOL[torch.float32])
+        assert mp.stats()["cache_graphs"] == 0
+    _routes.cache.max_bytes = 1 << 30
+
+
+def test_a_narrow_new_graph_takes_the_unfused_path():
+    ei = _graph(12, 15, 15, 50)
+    x = torch.randn(15, 1, requires_grad=True)
+    conv = SAGEConv(1, 3, aggr="sum")
+    conv.lin_l.weight.data.fill_(1.0)
+    ref = _run(conv, (x, ei), None, [x])
+    with mp.enable():
+        s0 = mp.stats()
+        got = _run(conv, (x, ei), None, [x])
+        s1 = mp.stats()
+    assert s1["fused"] == s0["fused"] and s1["unfused"] > s0["unfused"]
+    torch.testing.assert_close(got[0], ref[0])
+    torch.testing.assert_close(got[1][0], ref[1][0])
+
+
+# ----------------------------------------------------------------------------- what stays on PyG's code
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_runs_pyg_code(dtype):
+    ei = _graph(13, 10, 10, 30)
+    x = torch.randn(10, 4).to(dtype)
+    conv = SAGEConv(4, 3).to(dtype)
+    want = conv(x, ei)
+    with mp.enable():
+        s0 = mp.stats()
+        got = conv(x, ei)
+        s1 = mp.stats()
+    assert s1["fused"] == s0["fused"] and s1["fallback"] > s0["fallback"]
+    assert torch.equal(got, want)
+
+
+def test_hooks_and_integer_scatter_run_pyg_code():
+    ei = _graph(14, 10, 10, 30)
+    x = torch.randn(10, 4)
+    conv = SAGEConv(4, 3)
+    seen = []
+    conv.register_message_forward_hook(lambda m, i, o: seen.append(o.shape))
+    want = conv(x, ei)
+    with mp.enable():
+        s0 = mp.stats()
+        got = conv(x, ei)
+        assert mp.stats()["fused"] == s0["fused"]
+        from torch_geometric.utils import scatter
+
+        ints = scatter(torch.arange(6), torch.tensor([0, 0, 1, 1, 2, 2]), reduce="sum")
+    assert len(seen) == 2
+    torch.testing.assert_close(got, want)
+    assert ints.tolist() == [1, 5, 9]
+
+
+def test_scatter_segment_softmax_routed_and_equal():
+    from torch_geometric.utils import scatter, segment, softmax
+
+    g = torch.Generator().manual_seed(15)
+    src = torch.randn(50, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    index = torch.randint(0, 8, (50,), generator=g)
+    ptr = torch.tensor([0, 10, 10, 30, 50])
+    ref = {r: scatter(src, index, 0, 9, r) for r in ("sum", "mean", "min", "max", "mul")}
+    ref_seg = {r: segment(src, ptr, r) for r in ("sum", "mean", "min", "max")}
+    ref_soft = softmax(src, index, num_nodes=9)
+    with mp.enable():
+        from torch_geometric.utils import scatter as s2, segment as seg2, softmax as soft2
+
+        s0 = mp.stats()["unfused"]
+        for r, want in ref.items():
+            torch.testing.assert_close(s2(src, index, 0, 9, r), want)
+        for r, want in ref_seg.items():
+            torch.testing.assert_close(seg2(src, ptr, r), want)
+        got_soft = soft2(src, index, num_nodes=9)
+        torch.testing.assert_close(got_soft, ref_soft)
+        gs = torch.autograd.grad(got_soft.sum() + s2(src, index, 0, 9, "mean").pow(2).sum(), src)[0]
+        assert mp.stats()["unfused"] >= s0 + len(ref) + len(ref_seg) + 2
+    gw = torch.autograd.grad(ref_soft.sum() + ref["mean"].pow(2).sum(), src)[0]
+    torch.testing.assert_close(gs, gw)
+
+
+def test_concurrent_calls_from_threads():
+    N, F = 40, 8
+    graphs = [_graph(20 + k, N, N, 200) for k in range(4)]
+    x = torch.randn(N, F)
+    conv = SAGEConv(F, 4, aggr="max")
+    want = [conv(x, ei) for ei in graphs]
+    errors = []
+    with mp.enable():
+        def work(k):
+            try:
+                for _ in range(5):
+                    torch.testing.assert_close(conv(x, graphs[k]), want[k], **TOL[torch.float32])
+            except Exception as e:  # pragma: no cover - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors, errors[0]
+
+
+# ----------------------------------------------------------------------------- cold start
+
+_STEP_AFTER_PRECOMPILE = """
+import json, torch
+from tests.compile_events import listener_source
+exec(listener_source("mmvref", "d.py_func.__module__ + '.' + d.py_func.__qualname__"))
+import mmvref.pyg
+from torch_geometric.nn import GATConv, GCNConv, SAGEConv
+mmvref.pyg.enable()
+g = torch.Generator().manual_seed(0)
+ei = torch.randint(0, 3000, (2, 60000), generator=g)
+x = torch.randn(3000, 16, generator=g)
+for layer in (SAGEConv(16, 16), SAGEConv(16, 16, aggr="max"), GCNConv(16, 16), GATConv(16, 4, heads=4)):
+    layer(x, ei).sum().backward()
+print(json.dumps({"compiled": compiled, "fused": mmvref.pyg.stats()["fused"]}))
+"""
+
+
+@pytest.mark.native_only
+def test_precompile_pyg_leaves_nothing_for_a_first_step(tmp_path):
+    """``python -m mmvref precompile --ops pyg`` compiles what a first training step needs: a fresh
+    process's step of the fused layers then compiles no kernel of mmvref's."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(root)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+    r = subprocess.run([sys.executable, "-m", "mmvref", "precompile", "--ops", "pyg", "--dtypes", "float32,int32",
+                        "--jobs", "1"], capture_output=True, text=True, env=env, timeout=600, cwd=root)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "skipping pyg int32" in r.stdout
+    r = subprocess.run([sys.executable, "-c", _STEP_AFTER_PRECOMPILE], capture_output=True, text=True, env=env,
+                       timeout=600, cwd=root)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["fused"] == 4
+    assert res["compiled"] == [], res["compiled"]
