@@ -172,7 +172,8 @@ def main(argv=None):
     ap.add_argument("--ops", nargs="+", metavar="OP",
                     help=f"ops to run (default: all): {', '.join(op_names())}; groups: "
                          + "; ".join(f"{g} = {' '.join(m)}" for g, m in GROUPS.items())
-                         + "; dask: the Dask cluster benchmark (needs the [dask] extra; not part of 'all')")
+                         + "; dask: the Dask cluster benchmark (needs the [dask] extra; not part of 'all')"
+                         + "; pyg: PyG training steps, stock vs mmvref.pyg (needs torch_geometric; not part of 'all')")
     ap.add_argument("--plot", metavar="DIR", help="write PNG plots to DIR")
     ap.add_argument("--json", metavar="FILE", help="save the results as JSON")
     ap.add_argument("--runs", type=int, default=5, help="timed runs per measurement, at least 5 (default 5)")
@@ -197,6 +198,22 @@ def main(argv=None):
         print("# mmvref on Dask (--ops dask)\n")
         print(dask_scale.main(quick=args.quick, log=lambda s: print(s, file=sys.stderr, flush=True)))
         if not names:
+            return 0
+    pyg_rows = None
+    if "pyg" in names:  # end-to-end training steps (benchmarks/pyg.py), tables of their own
+        names.remove("pyg")
+        from . import pyg
+
+        print("# mmvref in PyG training steps (--ops pyg)\n")
+        text, pyg_rows = pyg.main(quick=args.quick, runs=args.runs,
+                                  log=lambda s: print(s, file=sys.stderr, flush=True))
+        print(text)
+        if not names:
+            if args.json:
+                meta = _versions()
+                meta.update(quick=args.quick, runs=args.runs, argv=sys.argv[1:], pyg=pyg_rows)
+                report.write_json(args.json, meta, [])
+                print(f"results written to {args.json}")
             return 0
     unknown = [n for n in names if n not in OPS]
     if unknown:
@@ -245,6 +262,8 @@ def main(argv=None):
         if targets:
             print(f"\n## gnn: targets\n\n{targets}")
     if args.json:
+        if pyg_rows is not None:
+            meta["pyg"] = pyg_rows
         report.write_json(args.json, meta, results)
         print(f"results written to {args.json}")
     if args.plot:

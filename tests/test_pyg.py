@@ -433,7 +433,9 @@ def test_scatter_segment_softmax_routed_and_equal():
     ref_seg = {r: segment(src, ptr, r) for r in ("sum", "mean", "min", "max")}
     ref_soft = softmax(src, index, num_nodes=9)
     with mp.enable():
-        from torch_geometric.utils import scatter as s2, segment as seg2, softmax as soft2
+        from torch_geometric.utils import scatter as s2
+        from torch_geometric.utils import segment as seg2
+        from torch_geometric.utils import softmax as soft2
 
         s0 = mp.stats()["unfused"]
         for r, want in ref.items():
