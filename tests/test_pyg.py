@@ -514,3 +514,27 @@ def test_precompile_pyg_leaves_nothing_for_a_first_step(tmp_path):
     res = json.loads(r.stdout.strip().splitlines()[-1])
     assert res["fused"] == 4
     assert res["compiled"] == [], res["compiled"]
+
+
+def test_graph_preprocessing_is_memoised_per_graph_and_never_stale():
+    """GCN's normalisation and GAT's self-loops, recomputed by PyG on every forward, are kept per
+    graph: the same result object for the same graph, a fresh one after an in-place edit."""
+    from torch_geometric.nn.conv import gcn_conv
+
+    N = 12
+    ei = _graph(30, N, N, 40)
+    with mp.enable():
+        a = gcn_conv.gcn_norm(ei, None, N)
+        b = gcn_conv.gcn_norm(ei.clone(), None, N)
+        assert a[0] is b[0] and a[1] is b[1]
+        c = gcn_conv.gcn_norm(ei, None, N, improved=True)  # other arguments: computed again
+        assert c[1] is not a[1]
+        w = torch.rand(ei.shape[1], requires_grad=True)
+        d = gcn_conv.gcn_norm(ei, w, N)  # a weight (it may carry a gradient): PyG's code each time
+        assert d[1].requires_grad
+        ei[0, 0] = (ei[0, 0] + 1) % N
+        e = gcn_conv.gcn_norm(ei, None, N)
+    mp.disable()
+    want = gcn_conv.gcn_norm(ei, None, N)
+    assert torch.equal(e[0], want[0]) and torch.allclose(e[1], want[1])
+    assert not torch.equal(a[0], e[0])

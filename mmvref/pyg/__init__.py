@@ -87,6 +87,14 @@ def _apply() -> None:
             hit = replacements.get(id(value))
             if hit is not None and attr == hit[0]:
                 _set(mod, attr, hit[1])
+    # the graph preprocessing the layers repeat on every forward, memoised per graph
+    from torch_geometric.nn.conv import gat_conv, gcn_conv
+
+    _set(gcn_conv, "gcn_norm", _routes.make_memo(gcn_conv.gcn_norm, "gcn_norm", "edge_index", ("edge_weight",)))
+    _set(gat_conv, "remove_self_loops", _routes.make_memo(gat_conv.remove_self_loops, "remove_self_loops",
+                                                          "edge_index", ("edge_attr",)))
+    _set(gat_conv, "add_self_loops", _routes.make_memo(gat_conv.add_self_loops, "add_self_loops", "edge_index",
+                                                       ("edge_attr",)))
     for cls, (message, weight_name) in _routes.fused_kinds().items():
         original = cls.propagate
         _set(cls, "propagate", _routes.make_propagate(cls, original, message, weight_name))

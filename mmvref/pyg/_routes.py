@@ -151,6 +151,60 @@ def make_spmm(original):
     return spmm
 
 
+# ----------------------------------------------------------------------------- graph preprocessing
+
+class _Result:
+    """A memoised result and the bytes of the tensors in it (the cache's bound counts them)."""
+
+    __slots__ = ("value", "nbytes")
+
+    def __init__(self, value):
+        self.value = value
+        ts = value if isinstance(value, tuple) else (value,)
+        self.nbytes = sum(t.numel() * t.element_size() for t in ts if isinstance(t, Tensor) and t.layout == torch.strided)
+
+
+def _index_key(t):
+    """The tensors that determine a graph argument (None: not memoisable): a plain CPU int64 edge
+    index, or a CPU sparse CSR adjacency whose values need no gradient."""
+    if type(t) is Tensor and t.layout == torch.strided and t.device.type == "cpu" and t.dtype == torch.int64:
+        return (t,)
+    if (isinstance(t, Tensor) and t.layout == torch.sparse_csr and t.device.type == "cpu"
+            and not t.values().requires_grad):
+        return (t.crow_indices(), t.col_indices(), t.values())
+    return None
+
+
+def make_memo(original, name, graph_arg, none_args):
+    """``original`` (a pure function of a graph, e.g. PyG's ``gcn_norm`` or ``add_self_loops``, which
+    the layers call on every forward) with its result kept in the graph cache: the same graph (the
+    same tensors unchanged, or equal content) and the same other arguments return the result
+    computed before. Only when the arguments named in ``none_args`` are None (no edge attributes or
+    weights, which may carry gradients)."""
+    import inspect
+
+    sig = inspect.signature(original)
+
+    def memoised(*args, **kwargs):
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError:
+            return original(*args, **kwargs)
+        bound.apply_defaults()
+        a = bound.arguments
+        key = None if _tracing() or any(a.get(n) is not None for n in none_args) else _index_key(a[graph_arg])
+        if key is None:
+            return original(*args, **kwargs)
+        rest = tuple((k, v if isinstance(v, (int, float, str, bool, type(None), torch.dtype)) else id(v))
+                     for k, v in a.items() if k != graph_arg)
+        res = cache.get(key, (name,) + rest, lambda: _Result(original(*args, **kwargs)))
+        return res.value
+
+    memoised.__doc__ = original.__doc__
+    memoised.__wrapped__ = original
+    return memoised
+
+
 # ----------------------------------------------------------------------------- fused propagate
 
 _HOOKS = ("_propagate_forward_pre_hooks", "_propagate_forward_hooks", "_message_forward_pre_hooks",

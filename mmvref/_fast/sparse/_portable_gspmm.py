@@ -73,6 +73,22 @@ def row_tasks(indptr, n_tasks):
     return bounds
 
 
+@njit(cache=True)
+def _axpy(o, a, xr):
+    """o += a * xr over whole rows."""
+    for f in range(o.shape[0]):
+        o[f] += a * xr[f]
+
+
+@njit(cache=True)
+def _dot(a, b):
+    """<a, b> in order (views of equal length >= 1)."""
+    s = a[0] * b[0]
+    for c in range(1, a.shape[0]):
+        s += a[c] * b[c]
+    return s
+
+
 @njit(parallel=True, cache=True)
 def gspmm_sum(tasks, indptr, col, perm, w, heads, x, out):
     """Sum of the weighted source rows (a mean divides it afterwards, as PyG does). ``w`` is
@@ -93,15 +109,14 @@ def gspmm_sum(tasks, indptr, col, perm, w, heads, x, out):
                     for f in range(F):
                         o[f] += xr[f]
                 elif heads == 1:
-                    wv = w[perm[p], 0]
-                    for f in range(F):
-                        o[f] += wv * xr[f]
+                    _axpy(o, w[perm[p], 0], xr)
                 else:
                     e = perm[p]
                     for h in range(heads):
                         wv = w[e, h]
-                        for c in range(h * C, h * C + C):
-                            o[c] += wv * xr[c]
+                        b = h * C
+                        for c in range(C):
+                            o[b + c] += wv * xr[b + c]
 
 
 @njit(parallel=True, cache=True)
@@ -193,10 +208,4 @@ def sddmm(tasks, indptr, col, perm, heads, a, b, grad_w):
                 br = b[col[p]]
                 e = perm[p]
                 for h in range(heads):
-                    if C == 0:
-                        grad_w[e, h] = 0
-                        continue
-                    s = ar[h * C] * br[h * C]
-                    for c in range(h * C + 1, h * C + C):
-                        s += ar[c] * br[c]
-                    grad_w[e, h] = s
+                    grad_w[e, h] = _dot(ar[h * C:h * C + C], br[h * C:h * C + C]) if C else 0
