@@ -80,9 +80,11 @@ def _axpy(o, a, xr):
         o[f] += a * xr[f]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath={"reassoc", "contract"})
 def _dot(a, b):
-    """<a, b> in order (views of equal length >= 1)."""
+    """<a, b> (views of equal length >= 1), reassociated so that it vectorises (an in-order sum
+    of products stays scalar: 1.6-2.5x slower). The order is fixed per compile target, so a
+    weight's gradient is deterministic; it is the one result here not summed in CSR order."""
     s = a[0] * b[0]
     for c in range(1, a.shape[0]):
         s += a[c] * b[c]
