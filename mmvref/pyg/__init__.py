@@ -95,12 +95,10 @@ def _apply() -> None:
                                                           "edge_index", ("edge_attr",)))
     _set(gat_conv, "add_self_loops", _routes.make_memo(gat_conv.add_self_loops, "add_self_loops", "edge_index",
                                                        ("edge_attr",)))
-    for cls, (message, weight_name) in _routes.fused_kinds().items():
+    for cls, (message, weight_name, build) in _routes.fused_kinds().items():
+        _routes.ensure_template(cls, build)
         original = cls.propagate
         _set(cls, "propagate", _routes.make_propagate(cls, original, message, weight_name))
-        # PyG's template step rewrites these when a layer is built while enabled: restore them too
-        for attr in ("_orig_propagate", "_jinja_propagate"):
-            _saved.append((cls, attr, cls.__dict__.get(attr, _ABSENT)))
 
 
 def _restore() -> None:

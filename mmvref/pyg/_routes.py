@@ -79,11 +79,18 @@ def make_scatter(original):
         if (r is None or _tracing() or not _cpu_float(src) or not isinstance(index, Tensor)
                 or index.dim() != 1 or index.dtype != torch.int64 or index.device.type != "cpu"
                 or not isinstance(dim, int) or not -src.dim() <= dim < src.dim()
-                or src.size(dim) != index.numel() or not _scatter_pays(src, r)):
+                or src.size(dim) != index.numel() or not _scatter_pays(src, r)
+                or (r == "mul" and index.numel() == 0)):  # PyG: an empty product is 1 (torch_scatter: 0)
+            _count("fallback")
+            return original(src, index, dim, dim_size, reduce)
+        try:
+            out = ts.scatter(src, index, dim, None, dim_size, r)
+        except ValueError:
+            # an index out of range: PyG's own error (its callers turn it into theirs)
             _count("fallback")
             return original(src, index, dim, dim_size, reduce)
         _count("unfused")
-        return ts.scatter(src, index, dim, None, dim_size, r)
+        return out
 
     scatter.__doc__ = original.__doc__
     scatter.__wrapped__ = original
@@ -97,8 +104,13 @@ def make_segment(original):
                 or ptr.dim() != 1 or src.dim() < 1):
             _count("fallback")
             return original(src, ptr, reduce)
+        try:
+            out = ts.segment_csr(src, ptr, reduce="sum" if reduce == "add" else reduce)
+        except ValueError:  # a bad ptr: PyG's own error
+            _count("fallback")
+            return original(src, ptr, reduce)
         _count("unfused")
-        return ts.segment_csr(src, ptr, reduce="sum" if reduce == "add" else reduce)
+        return out
 
     segment.__doc__ = original.__doc__
     segment.__wrapped__ = original
@@ -230,13 +242,23 @@ def _edge_index_graph(edge_index: Tensor, n_dst: int, n_src: int, features: int)
 
 
 def fused_kinds():
-    """{conv class: (its message function, the name of its weight argument or None)}: the layers
-    whose ``propagate`` gets the fused path."""
+    """{conv class: (its message function, the name of its weight argument or None, a function
+    that builds a small instance)}: the layers whose ``propagate`` gets the fused path."""
     from torch_geometric.nn.conv import GATConv, GCNConv, GINConv, GraphConv, SAGEConv
 
-    return {SAGEConv: (SAGEConv.message, None), GINConv: (GINConv.message, None),
-            GCNConv: (GCNConv.message, "edge_weight"), GraphConv: (GraphConv.message, "edge_weight"),
-            GATConv: (GATConv.message, "alpha")}
+    return {SAGEConv: (SAGEConv.message, None, lambda: SAGEConv(1, 1)),
+            GINConv: (GINConv.message, None, lambda: GINConv(torch.nn.Identity())),
+            GCNConv: (GCNConv.message, "edge_weight", lambda: GCNConv(1, 1)),
+            GraphConv: (GraphConv.message, "edge_weight", lambda: GraphConv(1, 1)),
+            GATConv: (GATConv.message, "alpha", lambda: GATConv(1, 1))}
+
+
+def ensure_template(cls, build) -> None:
+    """Make PyG compile ``cls``'s ``propagate`` template now (building a layer does it once per
+    class), so that the fused path's fallback is the template PyG runs, and PyG's own switches
+    (``_orig_propagate`` for explain and decomposed layers, ``_jinja_propagate``) point at its code."""
+    if "_jinja_propagate" not in cls.__dict__:
+        build()
 
 
 def _try_fused(self, message, weight_name, edge_index, size, kwargs):
@@ -311,4 +333,7 @@ def make_propagate(cls, original, message, weight_name):
     propagate.__doc__ = original.__doc__
     propagate.__wrapped__ = original
     propagate.__qualname__ = f"{cls.__name__}.propagate"
+    # PyG compiles a class's template for each new layer unless ``propagate``'s module is the
+    # template's; naming it so keeps a layer built while enabled on PyG's own switches
+    propagate.__module__ = original.__module__
     return propagate
