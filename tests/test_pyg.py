@@ -382,7 +382,7 @@ def test_a_narrow_new_graph_takes_the_unfused_path():
         s0 = mp.stats()
         got = _run(conv, (x, ei), None, [x])
         s1 = mp.stats()
-    assert s1["fused"] == s0["fused"] and s1["unfused"] > s0["unfused"]
+    assert s1["fused"] == s0["fused"] and s1["fallback"] > s0["fallback"]
     torch.testing.assert_close(got[0], ref[0])
     torch.testing.assert_close(got[1][0], ref[1][0])
 
@@ -422,8 +422,29 @@ def test_hooks_and_integer_scatter_run_pyg_code():
     assert ints.tolist() == [1, 5, 9]
 
 
-def test_scatter_segment_softmax_routed_and_equal():
+def test_scatter_routing_rule():
+    """Under a gradient: max/min at every width, sums from SCATTER_SUM_MIN_WIDTH values per index
+    entry; without a gradient, PyG's scatter."""
+    import torch_geometric.utils as U
+
+    index = torch.tensor([0, 1, 1, 3])
+    cases = [((4, 3), "max", True, True), ((4,), "min", True, True), ((4, 3), "sum", True, False),
+             ((4, 8), "sum", True, True), ((4, 2, 4), "mean", True, True), ((4, 8), "max", False, False),
+             ((4, 8), "sum", False, False)]
+    with mp.enable():
+        for shape, reduce, grad, routed in cases:
+            src = torch.randn(shape).requires_grad_(grad)
+            before = mp.stats()["unfused"]
+            got = U.scatter(src, index, 0, 5, reduce)
+            assert (mp.stats()["unfused"] > before) == routed, (shape, reduce, grad)
+            with _disabled():
+                torch.testing.assert_close(got, U.scatter(src, index, 0, 5, reduce))
+
+
+def test_scatter_segment_softmax_routed_and_equal(monkeypatch):
     from torch_geometric.utils import scatter, segment, softmax
+
+    monkeypatch.setattr(_routes, "SCATTER_SUM_MIN_WIDTH", 1)  # every width on mmvref's scatter
 
     g = torch.Generator().manual_seed(15)
     src = torch.randn(50, 3, generator=g, dtype=torch.float64, requires_grad=True)

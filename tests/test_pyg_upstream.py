@@ -152,6 +152,15 @@ def _routed_count():
     return sum(stats[k] for k in ROUTED)
 
 
+@pytest.fixture(autouse=True)
+def _every_width_on_mmvref(monkeypatch):
+    """mmvref.pyg leaves narrow sums to PyG's scatter (a speed rule, SCATTER_SUM_MIN_WIDTH); these
+    ports check mmvref's results, so every width runs on mmvref here."""
+    from mmvref.pyg import _routes
+
+    monkeypatch.setattr(_routes, "SCATTER_SUM_MIN_WIDTH", 1)
+
+
 @contextlib.contextmanager
 def _on_mmvref(expected=True):
     """Asserts that something inside the block ran on mmvref (``expected``), so that a check is

@@ -3,7 +3,7 @@ replacement takes a call (otherwise it calls PyG's own function with the same ar
 
 - ``scatter`` / ``segment`` (``torch_geometric.utils``): mmvref's differentiable reductions
   (``mmvref.torch_scatter``) for CPU float32/float64 values with an int64 index (``scatter``: where
-  a gradient is taken, see ``_scatter_pays``; ``segment``: always). This also routes
+  it pays, see ``_scatter_pays``; ``segment``: always). This also routes
   everything PyG builds on them: ``Aggregation.reduce`` (sum, mean, min, max, mul) and the
   aggregations composed of it (var, std, powermean, ...), and ``softmax``, whose maxima and sums
   are scatter/segment calls.
@@ -64,13 +64,24 @@ def _cpu_float(t) -> bool:
 
 # ----------------------------------------------------------------------------- scatter / segment
 
-def _scatter_pays(src: Tensor, reduce: str) -> bool:
-    """Whether mmvref's scatter beats PyG's (torch's ``scatter_add_``/``scatter_reduce_``) here:
-    where a gradient is taken (torch's backward of amax/amin and its sum backward's gather lose;
-    measured 1.4-6.7x forward + backward at E = 4e5, F = 1-128), except a 1-D sum (a tie). Without
-    a gradient torch's forward kernels are as fast or faster (a 1-D sum 8x, a max 2-5x), so PyG's
-    code runs."""
-    return torch.is_grad_enabled() and src.requires_grad and (src.dim() > 1 or reduce != "sum")
+#: the width (elements per index entry) from which a sum, mean or product under a gradient runs on
+#: mmvref's scatter
+SCATTER_SUM_MIN_WIDTH = 8
+
+
+def _scatter_pays(src: Tensor, dim: int, reduce: str) -> bool:
+    """Whether mmvref's scatter beats PyG's (torch's ``scatter_add_``/``scatter_reduce_``) here,
+    measured forward + backward at E = 4e5 on 2 threads: under a gradient, max/min at every width
+    (torch's amax/amin backward is slow: 1.5x at F = 1, 3-6x at F = 2-128) and sums from
+    ``SCATTER_SUM_MIN_WIDTH`` (1.3-3.7x at F = 8-128; at F = 1-4 a tie or a loss, 0.5-0.7x).
+    Without a gradient torch's forward kernels are as fast or faster (a 1-D sum 8x, a wide max
+    2-5x), so PyG's code runs."""
+    if not (torch.is_grad_enabled() and src.requires_grad):
+        return False
+    if reduce in ("min", "max"):
+        return True
+    n = src.size(dim)
+    return n == 0 or src.numel() // n >= SCATTER_SUM_MIN_WIDTH
 
 
 def make_scatter(original):
@@ -79,7 +90,7 @@ def make_scatter(original):
         if (r is None or _tracing() or not _cpu_float(src) or not isinstance(index, Tensor)
                 or index.dim() != 1 or index.dtype != torch.int64 or index.device.type != "cpu"
                 or not isinstance(dim, int) or not -src.dim() <= dim < src.dim()
-                or src.size(dim) != index.numel() or not _scatter_pays(src, r)
+                or src.size(dim) != index.numel() or not _scatter_pays(src, dim, r)
                 or (r == "mul" and index.numel() == 0)):  # PyG: an empty product is 1 (torch_scatter: 0)
             _count("fallback")
             return original(src, index, dim, dim_size, reduce)
