@@ -140,9 +140,10 @@ class Graph:
 
 
 class _Entry:
-    __slots__ = ("tensors", "versions", "ptrs", "params", "graph")
+    __slots__ = ("key", "tensors", "versions", "ptrs", "params", "graph")
 
-    def __init__(self, tensors, params, graph):
+    def __init__(self, tensors, params, graph, key=None):
+        self.key = tensors[0] if key is None else key
         self.tensors = tensors
         self.versions = tuple(t._version for t in tensors)
         self.ptrs = tuple(t.data_ptr() for t in tensors)
@@ -156,10 +157,10 @@ class _Entry:
     def unchanged(self) -> bool:
         return all(t._version == v and t.data_ptr() == p for t, v, p in zip(self.tensors, self.versions, self.ptrs))
 
-    def same(self, tensors, params) -> bool:
-        """The same tensor objects, unchanged since preparation."""
-        return params == self.params and len(tensors) == len(self.tensors) and all(
-            a is b for a, b in zip(tensors, self.tensors)) and self.unchanged()
+    def same(self, key, params) -> bool:
+        """The same key object (an edge index, an adjacency), its tensors unchanged since
+        preparation (a sparse tensor's index views share its version counter)."""
+        return key is self.key and params == self.params and self.unchanged()
 
     def equal(self, tensors, params) -> bool:
         """Other tensors with this entry's content (the entry itself unchanged)."""
@@ -191,9 +192,9 @@ class GraphCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _find(self, tensors, params):
+    def _find(self, tensors, params, key):
         for k, e in self._entries.items():
-            if e.same(tensors, params):
+            if e.same(key, params):
                 self._entries.move_to_end(k)
                 self.hits += 1
                 return e.graph
@@ -203,24 +204,26 @@ class GraphCache:
         for k, e in self._entries.items():
             if e.equal(tensors, params):
                 # the newest object with this content becomes the key (the old may be freed)
-                self._entries[k] = _Entry(tensors, params, e.graph)
+                self._entries[k] = _Entry(tensors, params, e.graph, key)
                 self._entries.move_to_end(k)
                 self.content_hits += 1
                 return e.graph
         return None
 
-    def get(self, tensors: tuple, params: tuple, build):
+    def get(self, tensors: tuple, params: tuple, build, key=None):
         """The graph prepared for ``tensors`` (index tensors, CPU) and ``params`` (hashable: sizes,
-        orientation); ``build()`` makes it on a miss (None: not preparable, not cached)."""
+        orientation); ``build()`` makes it on a miss (None: not preparable, not cached). ``key``:
+        the object whose identity makes a hit without comparing content (default tensors[0])."""
+        key = tensors[0] if key is None else key
         with self._lock:
-            g = self._find(tensors, params)
+            g = self._find(tensors, params, key)
             if g is not None:
                 return g
             self.misses += 1
         g = build()
         if g is None:
             return None
-        entry = _Entry(tensors, params, g)
+        entry = _Entry(tensors, params, g, key)
         with self._lock:
             self._next += 1
             self._entries[self._next] = entry

@@ -152,7 +152,16 @@ def _adjacency_graph(adj: Tensor):
         src = np.repeat(np.arange(n_src, dtype=np.int64), np.diff(p))
         return Graph.from_edges(c, src, n_dst, n_src)
 
-    return cache.get((ptr, idx), (adj.layout, n_dst, n_src), build)
+    return cache.get((ptr, idx), (adj.layout, n_dst, n_src), build, key=adj)
+
+
+def _weights(values: Tensor):
+    """An adjacency's values as the product's weights; None (the copy kernels: no weight read, no
+    weight gradient) when they are all 1 and need no gradient, as in an unweighted graph's
+    adjacency (``to_torch_csr_tensor`` fills ones): measured 1.6x faster forward and backward."""
+    if not values.requires_grad and values.numel() and bool((values == 1).all()):
+        return None
+    return values
 
 
 def make_spmm(original):
@@ -165,7 +174,7 @@ def make_spmm(original):
             g = _adjacency_graph(src)
             if g is not None:
                 _count("fused")
-                return gspmm(g, other, src.values(), r)
+                return gspmm(g, other, _weights(src.values()), r)
         _count("fallback")
         return original(src, other, reduce)
 
@@ -220,7 +229,7 @@ def make_memo(original, name, graph_arg, none_args):
             return original(*args, **kwargs)
         rest = tuple((k, v if isinstance(v, (int, float, str, bool, type(None), torch.dtype)) else id(v))
                      for k, v in a.items() if k != graph_arg)
-        res = cache.get(key, (name,) + rest, lambda: _Result(original(*args, **kwargs)))
+        res = cache.get(key, (name,) + rest, lambda: _Result(original(*args, **kwargs)), key=a[graph_arg])
         return res.value
 
     memoised.__doc__ = original.__doc__
@@ -286,9 +295,13 @@ def _try_fused(self, message, weight_name, edge_index, size, kwargs):
             or self.explain or self.decomposed_layers != 1 or any(getattr(self, h) for h in _HOOKS)
             or _tracing()):
         return None
-    if (not isinstance(edge_index, Tensor) or edge_index.layout != torch.strided or edge_index.dim() != 2
-            or edge_index.size(0) != 2 or edge_index.dtype != torch.int64 or edge_index.device.type != "cpu"
-            or not edge_index.is_contiguous()):
+    adjacency = (isinstance(edge_index, Tensor) and edge_index.layout == torch.sparse_csr and not self.fuse
+                 and edge_index.device.type == "cpu" and edge_index.dim() == 2)
+    # a sparse adjacency of a layer PyG fuses goes to its message_and_aggregate (``spmm`` above),
+    # which reads the adjacency's values; a layer it does not fuse (GAT) indexes its edges in CSR order
+    if not adjacency and (not isinstance(edge_index, Tensor) or edge_index.layout != torch.strided
+                          or edge_index.dim() != 2 or edge_index.size(0) != 2 or edge_index.dtype != torch.int64
+                          or edge_index.device.type != "cpu" or not edge_index.is_contiguous()):
         return None
     extra = set(kwargs) - {"x", weight_name}
     if extra:
@@ -298,7 +311,7 @@ def _try_fused(self, message, weight_name, edge_index, size, kwargs):
     x_src = x[0] if isinstance(x, (tuple, list)) else x
     if not _cpu_float(x_src) or x_src.dim() < 2 or self.node_dim % x_src.dim() != 0:
         return None
-    E = edge_index.size(1)
+    E = edge_index._nnz() if adjacency else edge_index.size(1)
     heads = 1
     if w is not None:
         if not _cpu_float(w) or w.dtype != x_src.dtype or w.size(0) != E:
@@ -311,6 +324,13 @@ def _try_fused(self, message, weight_name, edge_index, size, kwargs):
             return None
     elif weight_name == "alpha":
         return None
+    if adjacency:
+        n_dst, n_src = edge_index.shape
+        if x_src.size(0) != n_src or (isinstance(x, (tuple, list)) and isinstance(x[1], Tensor)
+                                      and x[1].size(0) != n_dst):
+            return None  # PyG's path raises its error
+        graph = _adjacency_graph(edge_index)
+        return None if graph is None else gspmm(graph, x_src, w, r, heads)
     # sizes exactly as PyG's collect sets them (its checks raise its errors)
     sizes = self._check_input(edge_index, size)
     if isinstance(x, (tuple, list)):
@@ -335,8 +355,7 @@ def make_propagate(cls, original, message, weight_name):
     whenever the fused path does not apply)."""
     def propagate(self, edge_index, size=None, **kwargs):
         out = _try_fused(self, message, weight_name, edge_index, size, kwargs)
-        if out is None:
-            _count("fallback")
+        if out is None:  # PyG's propagate: its aggregation's calls count themselves
             return original(self, edge_index, size=size, **kwargs)
         _count("fused")
         return out
