@@ -119,7 +119,7 @@ def test_enable_rebinds_every_module_and_disable_restores_them():
     from torch_geometric.utils import _scatter, _segment, _softmax, _spmm
 
     originals = (_scatter.scatter, _segment.segment, _spmm.spmm)
-    for cls, (_, _, build) in _routes.fused_kinds().items():
+    for _, _, build in _routes.fused_kinds().values():
         build()  # PyG compiles each class's propagate template with its first layer (enable() too)
     prop = {c: c.__dict__.get("propagate") for c in (SAGEConv, GCNConv, GINConv, GraphConv, GATConv)}
     assert all(p is not None for p in prop.values())
