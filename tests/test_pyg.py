@@ -579,3 +579,28 @@ def test_an_adjacency_changed_in_place_is_not_served_stale():
         second = conv(x, adj)
     torch.testing.assert_close(second, conv(x, adj))
     assert not torch.allclose(first, second)
+
+
+@pytest.mark.parametrize("weights", ["none", "edge", "head"])
+def test_wide_max_backward_matches_the_oracle(weights):
+    """Features wider than one thread's block of columns (the max/min backward splits columns among
+    threads): gradients of x and of the weights equal the loop oracle's."""
+    n, E, F = 30, 200, 48
+    ei = _graph(40, n, n, E)
+    g = torch.Generator().manual_seed(41)
+    heads = 3 if weights == "head" else 1
+    x = torch.randn(n, F, generator=g, dtype=torch.float64, requires_grad=True)
+    w = None
+    if weights == "edge":
+        w = torch.rand(E, generator=g, dtype=torch.float64).add_(0.5).requires_grad_()
+    elif weights == "head":
+        w = torch.rand(E, heads, generator=g, dtype=torch.float64).add_(0.5).requires_grad_()
+    graph = Graph.from_edges(ei[1].numpy(), ei[0].numpy(), n, n)
+    xin = x.view(n, heads, F // heads) if weights == "head" else x
+    out = gspmm(graph, xin, w, "max", heads).reshape(n, F)
+    ref = _oracle(ei, xin, w, "max", n).reshape(n, F)
+    torch.testing.assert_close(out, ref, **TOL[torch.float64])
+    up = torch.randn(n, F, generator=g, dtype=torch.float64)
+    params = [x] + ([w] if w is not None else [])
+    for a, b in zip(torch.autograd.grad(out, params, up), torch.autograd.grad(ref, params, up)):
+        torch.testing.assert_close(a, b, **TOL[torch.float64])

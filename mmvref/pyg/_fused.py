@@ -78,7 +78,7 @@ class _GSpmm(torch.autograd.Function):
             if need_w and ctx.has_w:
                 grad_w = torch.empty((E, heads), dtype=x2.dtype)
                 kernels.sddmm(f.tasks(), f.indptr, f.col, f.perm, heads, _np(g), _np(x2), _np(grad_w))
-        else:
+        elif need_x or (need_w and ctx.has_w):
             grad_x = torch.zeros_like(x2)
             gw = torch.zeros((E, heads) if need_w and ctx.has_w else (0, 1), dtype=x2.dtype)
             kernels.gspmm_extreme_backward(_np(arg), graph.src_of_edge, w_np, heads, _np(g), _np(x2),

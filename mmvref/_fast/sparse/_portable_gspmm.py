@@ -141,16 +141,21 @@ def gspmm_extreme(tasks, indptr, col, perm, w, has_w, heads, x, out, arg, is_max
                     o[f] = 0
                     a[f] = -1
                 continue
-            for p in range(p0, p1):
+            e = perm[p0]
+            xr = x[col[p0]]
+            for h in range(heads):
+                wv = w[e, h] if has_w else w[0, 0]
+                for c in range(h * C, h * C + C):
+                    o[c] = wv * xr[c]
+                    a[c] = e
+            for p in range(p0 + 1, p1):
                 e = perm[p]
                 xr = x[col[p]]
-                for h in range(heads):
-                    wv = w[e, h] if has_w else w[0, 0]
-                    if p == p0:
-                        for c in range(C):
-                            o[h * C + c] = wv * xr[h * C + c]
-                            a[h * C + c] = e
-                    else:
+                if heads == 1:
+                    _extreme_step(o, a, xr, w[e, 0] if has_w else w[0, 0], e, is_max)
+                else:
+                    for h in range(heads):
+                        wv = w[e, h] if has_w else w[0, 0]
                         _extreme_step(o[h * C:h * C + C], a[h * C:h * C + C], xr[h * C:h * C + C], wv, e, is_max)
 
 
@@ -172,29 +177,36 @@ def _extreme_step(o, a, xr, wv, e, is_max):
             a[f] = e if take else a[f]
 
 
-@njit(cache=True)
+@njit(parallel=True, cache=True)
 def gspmm_extreme_backward(arg, src, w, heads, g, x, grad_x, grad_w):
     """The max/min backward: each output entry's gradient to the source row (times the weight) and,
-    when ``grad_w`` has rows, to the weight of the edge that gave it. Serial: several outputs may
-    route to one source row. ``grad_x`` and ``grad_w`` must be zeroed by the caller."""
+    when ``grad_w`` has rows, to the weight of the edge that gave it. Several outputs may route to
+    one source row, so the threads split the features, not the rows: blocks of 16 columns, each
+    thread's writes to its own columns (a weight's gradient sums its head's columns, so then a
+    thread owns whole heads). ``grad_x`` and ``grad_w`` must be zeroed by the caller."""
     n, F = g.shape
-    C = F // heads
+    C = F // heads if heads else F
     has_w = w.shape[0] > 0
     need_w = grad_w.shape[0] > 0
-    for i in range(n):
-        for f in range(F):
-            e = arg[i, f]
-            if e < 0:
-                continue
-            j = src[e]
-            gv = g[i, f]
-            if has_w:
-                h = f // C
-                grad_x[j, f] += w[e, h] * gv
-                if need_w:
-                    grad_w[e, h] += gv * x[j, f]
-            else:
-                grad_x[j, f] += gv
+    step = C if need_w else 16  # a weight's gradient: one thread per head (one head: one thread)
+    blocks = (F + step - 1) // step
+    for b in prange(blocks):
+        lo = b * step
+        hi = min(F, lo + step)
+        for i in range(n):
+            for f in range(lo, hi):
+                e = arg[i, f]
+                if e < 0:
+                    continue
+                j = src[e]
+                gv = g[i, f]
+                if has_w:
+                    h = f // C
+                    grad_x[j, f] += w[e, h] * gv
+                    if need_w:
+                        grad_w[e, h] += gv * x[j, f]
+                else:
+                    grad_x[j, f] += gv
 
 
 @njit(parallel=True, cache=True)
