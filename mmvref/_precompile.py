@@ -307,11 +307,16 @@ def _pyg(m, i):
     layers = [SAGEConv(F, F, aggr=a) for a in ("sum", "mean", "max", "min")]
     layers += [GCNConv(F, F), GINConv(torch.nn.Linear(F, F)), GraphConv(F, F), GATConv(F, 2, heads=4)]
     w = torch.rand(e, generator=g, dtype=dt, requires_grad=True)
+    from torch_geometric.utils import to_torch_csr_tensor
+
+    adj_t = to_torch_csr_tensor(ei.flip(0), torch.ones(e, dtype=dt), size=(n, n))  # the sparse representation
     with mmvref.pyg.enable():
         for layer in layers:
             layer = layer.to(dt)
             out = layer(x, ei, w) if isinstance(layer, GraphConv) else layer(x, ei)
             out.sum().backward()
+            if not isinstance(layer, GraphConv):
+                layer(x, adj_t).sum().backward()
     mmvref.pyg.clear_cache()
 
 

@@ -365,7 +365,7 @@ def validate(target, ns):
     elif target == "benchmarks":
         from benchmarks.run import GROUPS, OPS
         bad += [f"--ops: unknown op {o}" for o in (ns.ops or []) if o not in OPS and o not in GROUPS
-                and o != "dask"]
+                and o not in ("dask", "pyg")]  # run apart from the per-op benches
     elif target == "mmvref" and (hasattr(ns, "ops") or hasattr(ns, "dtypes")):  # precompile
         from mmvref._precompile import INTEGRATIONS, OPS  # the registry's fast ops, prepare; pyg
         bad += [f"--ops: unknown op {o}" for o in _names(getattr(ns, "ops", None)) if o not in OPS + INTEGRATIONS]
