@@ -18,7 +18,9 @@ k = the number of terms of an output, S = sum of their |values|):
                k * eps * S = 2 k u S covers both with room for the oracle's own float64
                rounding (the running sum of the scan oracle errs by at most (k - 1) u S when
                the result is float64; fsum, used for the reductions, is correctly rounded);
-  mean         |y - exact| <= eps * S + eps * |exact|  (the sum bound / k, then one division);
+  mean         |y - exact| <= eps * S + eps * |exact| + d  (the sum bound / k, then one division,
+               whose rounding below the normal range errs by up to d / 2, d = the smallest
+               subnormal: np.finfo(rdt).smallest_subnormal);
   prod         |y - exact| <= (k + 1) * eps * |exact| + k * tiny  (k roundings of relative u,
                the oracle's float64 product as many; tiny = smallest normal for gradual
                underflow), and an exact value within that bound of the largest finite
@@ -77,8 +79,8 @@ def _float_tol(reduce, vals, length, mag, rdt):
     k = length.astype(np.float64)
     if reduce in ("sum", "scan"):
         return k * eps * mag
-    if reduce == "mean":
-        return eps * mag + eps * np.abs(vals)
+    if reduce == "mean":  # + one subnormal step: a quotient below the normal range rounds absolutely
+        return eps * mag + eps * np.abs(vals) + float(np.finfo(rdt).smallest_subnormal)
     if reduce == "prod":
         return (k + 1) * eps * np.abs(vals) + k * float(np.finfo(rdt).tiny)
     return np.zeros_like(mag)  # min / max
@@ -553,6 +555,40 @@ def test_scatter_long_duplicate_runs():
     x = rng.integers(-50, 51, (80_000, 3)).astype(np.int32)
     for reduce in ("sum", "max", "mean"):
         check(mmvref.scatter, x, index, O.scatter_members(index, 40), reduce=reduce, return_arg=reduce == "max")
+
+
+@pytest.mark.native_only  # one portable kernel (see the module docstring)
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+@pytest.mark.parametrize("F", [1, 5])
+def test_scatter_private_copies_combine_in_position_order(dt, F):
+    """Unsorted float scatter large enough for per-thread private copies (E >= 4096 x threads):
+    every reduction, ties and NaNs placed in different threads' pieces (the first NaN and the
+    lowest tied position win across pieces), empty ids, and out= (written in place)."""
+    import numba
+
+    E = 8192 * max(2, numba.get_num_threads())
+    n = 1000
+    rng = np.random.default_rng(F)
+    index = rng.integers(0, n - 3, E)          # ids n-3..n-1 stay empty
+    x = rng.uniform(-1, 1, (E, F)).astype(dt)
+    x = x.reshape(-1) if F == 1 else x
+    xv = x.reshape(E, -1)
+    late, early = E - 7, 11                    # the last and the first thread's pieces
+    index[late] = index[early] = 5
+    xv[late, 0] = xv[early, 0] = 9.0           # a max tie: the early position's arg wins
+    index[late - 1] = index[early + 1] = 6
+    xv[late - 1, 0] = xv[early + 1, 0] = -9.0  # a min tie
+    index[E - 3] = index[E // 2 + 5] = 7
+    xv[E - 3, -1] = xv[E // 2 + 5, -1] = np.nan  # NaNs in later pieces: the first one is kept
+    for reduce in REDUCES:
+        kw = dict(reduce=reduce, return_arg=reduce in ("min", "max"), dim_size=n)
+        check(mmvref.scatter, x, index, O.scatter_members(index, n), **kw)
+    buf = np.full((n,) + x.shape[1:], 3.0, dt)
+    got = mmvref.scatter(x, index, dim_size=n, reduce="max", out=buf)
+    assert got is buf
+    ref = mmvref.scatter(x, index, dim_size=n, reduce="max")
+    np.testing.assert_array_equal(buf, ref)
+    assert (buf[n - 3:] == 0).all()
 
 
 # ----------------------------------------------------------------------------- empty input, N = 0, conventions

@@ -210,27 +210,31 @@ def _scatter_float(x3, index, op, n, cdt, want_arg, buf3=None):
         pcount = np.empty((T, n if cdt_count is not None else 0), cdt_count or np.int32)
         R.scatter_private_float(op, want_arg)(x3.reshape(-1), B, E, F, n, index, cuts, priv.reshape(-1),
                                               parg.reshape(-1), pcount.reshape(-1))
-        out3, counts = priv[0], pcount[0].astype(np.int64)
-        if buf3 is not None:  # the pieces are combined into the caller's array (one pass either way)
-            buf3[...] = out3
-            out3 = buf3
+        # the copies combined in piece order (position order for min/max, one rounding per piece for
+        # sums), each piece in one in-place pass; into the caller's array when given, else into the
+        # first copy (no new pages to fault in)
+        out3 = priv[0] if buf3 is None else buf3
+        if buf3 is not None:
+            np.copyto(out3, priv[0])
         arg3 = parg[0] if want_arg else np.empty((0, 0, 0), np.int64)
+        counts = pcount[0].astype(np.int64)
         with np.errstate(invalid="ignore"):
-            for p in range(1, T):  # in piece order: position order for min/max, one rounding per piece for sums
+            for p in range(1, T):
                 q = priv[p]
                 if op in (R.SUM, R.MEAN):
-                    out3 += q
+                    np.add(out3, q, out=out3)
                 elif op == R.PROD:
-                    out3 *= q
+                    np.multiply(out3, q, out=out3)
+                elif not want_arg:  # NaN propagates and a tie keeps the first piece's: the sequential rule
+                    (np.minimum if op == R.MIN else np.maximum)(out3, q, out=out3)
                 else:
                     take = (q < out3) if op == R.MIN else (q > out3)
                     take |= np.isnan(q) & ~np.isnan(out3)
                     np.copyto(out3, q, where=take)
-                    if want_arg:
-                        np.copyto(arg3, parg[p], where=take)
-                counts = counts + pcount[p]  # (min/max: 0/1 marks, summed: still 0 only where empty)
+                    np.copyto(arg3, parg[p], where=take)
+                counts += pcount[p]  # (min/max: 0/1 marks, summed: still 0 only where empty)
             if op == R.MEAN:
-                out3 /= np.maximum(counts, 1)[None, :, None].astype(cdt)
+                np.divide(out3, np.maximum(counts, 1).astype(cdt)[None, :, None], out=out3)
         if op in (R.MIN, R.MAX):
             out3[:, counts == 0, :] = 0
     else:

@@ -584,7 +584,9 @@ def _private_kernel_of(body):
         ([P, n], flat): positions per id for mean, 1 where an id occurs for min/max, unused
         (empty) for sum/prod: the random-access working set per thread stays small, measured 8x
         faster at 1e6 ids than int64 counts beside float32 sums). No branch but the reduction's
-        own; the caller combines the copies in piece order."""
+        own; the caller combines the copies in piece order, in numpy, one in-place pass per piece
+        (a second parallel loop here saved 2 of 6 ms for max at n = 25,000, F = 64, and cost a
+        first call 2.6 s more compile)."""
         for p in prange(cuts.size - 1):
             body(np.int64(p), x, B, E, F, n, index, cuts, priv, parg, pcount)
     return scatter_private_float
@@ -618,31 +620,48 @@ def scatter_private_float(op, want_arg, parallel=True):
 def _accumulate(x, B, E, F, index, e0, e1, v0, v1, n, op, out, arg, want_arg, counts):
     """Positions e0..e1-1 in increasing order, those whose id v is in [v0, v1), into out[:, v, :]
     (and arg; x [B, E, F] and out [B, n, F] flat); counts[v] += 1 for mean, = 1 for min/max. One
-    loop for the kernel's reduction (a constant: the other loops are pruned), and a scalar loop
+    loop for the kernel's reduction (a constant: the other loops are pruned), and scalar loops
     for one batch and one feature. A row of F features is read through a slice, so that its
     index k is known non-negative and the loop over it vectorizes."""
     own = v0 > 0 or v1 < n
+    if B == 1 and F == 1:  # one value per position: no row slice per position
+        if op == MEAN:  # the counts in a loop of their own: one random stream per loop
+            for e in range(e0, e1):
+                v = index[e]
+                if own and (v < v0 or v >= v1):
+                    continue
+                counts[v] += 1
+        for e in range(e0, e1):
+            v = index[e]
+            if own and (v < v0 or v >= v1):
+                continue
+            w = x[e]
+            if op == SUM or op == MEAN:
+                out[v] += w
+            elif op == PROD:
+                out[v] *= w
+            else:
+                counts[v] = 1
+                if want_arg:
+                    if _better(w, out[v], op):
+                        out[v] = w
+                        arg[v] = e
+                else:
+                    c = out[v]
+                    out[v] = w if (w < c if op == MIN else w > c) or w != w else c
+        return
     if op == SUM or op == MEAN:
-        if B == 1 and F == 1:
-            for e in range(e0, e1):
-                v = index[e]
-                if own and (v < v0 or v >= v1):
-                    continue
-                if op == MEAN:
-                    counts[v] += 1
-                out[v] += x[e]
-        else:
-            for e in range(e0, e1):
-                v = index[e]
-                if own and (v < v0 or v >= v1):
-                    continue
-                if op == MEAN:
-                    counts[v] += 1
-                for b in range(B):
-                    xr = x[(b * E + e) * F:(b * E + e + 1) * F]
-                    orow = out[(b * n + v) * F:(b * n + v + 1) * F]
-                    for k in range(F):
-                        orow[k] += xr[k]
+        for e in range(e0, e1):
+            v = index[e]
+            if own and (v < v0 or v >= v1):
+                continue
+            if op == MEAN:
+                counts[v] += 1
+            for b in range(B):
+                xr = x[(b * E + e) * F:(b * E + e + 1) * F]
+                orow = out[(b * n + v) * F:(b * n + v + 1) * F]
+                for k in range(F):
+                    orow[k] += xr[k]
     elif op == PROD:
         for e in range(e0, e1):
             v = index[e]
@@ -712,35 +731,51 @@ def coo_bounds(index, n):
     return bounds, int(stats[:, 0].min()), int(stats[:, 1].max()), bool(stats[:, 2].any())
 
 
+@njit(cache=True, inline="always")
+def _range_and_order(chunk, prev):
+    """(smallest value, largest value, 1 where some value is below its predecessor) of ``chunk``,
+    whose predecessor is ``prev``. One branch-free pass: three reductions that vectorize (read
+    through the slice, so that i - 1 is known non-negative), 25x faster than a loop that also
+    tracks new ids (measured at 1e6 random ids)."""
+    mn, mx, down = _I64_MAX, _I64_MIN, False
+    if chunk.size:
+        mn = mx = chunk[0]
+        down = chunk[0] < prev
+    for i in range(1, chunk.size):
+        v = chunk[i]
+        mn = min(mn, v)
+        mx = max(mx, v)
+        down |= v < chunk[i - 1]
+    return mn, mx, down
+
+
 @njit(cache=True, parallel=True)
 def coo_bounds_chunks(index, n, bounds, stats):
     """``coo_bounds``' pass over stats.shape[0] chunks of the index: stats[c] = (smallest value,
-    largest value, 1 where some value is below its predecessor) of chunk c, and bounds[v] for the
-    ids v up to the index's last value: bounds[v] is the first position holding a value >= v,
-    written by that position alone, so the pass is parallel. Writes are clamped to [0, n] and a
-    chunk stops writing at its first decrease, so a wrong index costs at most n writes per
-    chunk, never a wild write."""
+    largest value, 1 where some value is below its predecessor) of chunk c, and, for a chunk in
+    order, bounds[v] for the ids v it reaches: bounds[v] is the first position holding a value
+    >= v, written by that position alone, so the pass is parallel. A chunk out of order writes no
+    bound (an unsorted index, scatter's case, costs one vectorized pass); writes are clamped to
+    [0, n], never a wild write."""
     E = index.size
     C = stats.shape[0]
     for c in prange(C):
         a, b = c * E // C, (c + 1) * E // C
-        mn, mx = _I64_MAX, _I64_MIN
-        d = False
         p = index[a - 1] if a > 0 else -1
-        for i in range(a, b):
+        mn, mx, down = _range_and_order(index[a:b], p)
+        stats[c, 0] = mn
+        stats[c, 1] = mx
+        stats[c, 2] = down
+        if down:
+            continue
+        for i in range(a, b):  # in order: a new id at one position in ~10 at GNN degrees
             v = index[i]
-            mn = min(mn, v)
-            mx = max(mx, v)
-            d |= v < p
-            if v > p and not d:  # a new id (one position in ~10 at GNN degrees: a rare branch)
+            if v > p:
                 # ids after the previous value's, to this one's; clamped to [0, n] BEFORE the +1: an id
                 # near 2**63 would wrap a sum (undefined in LLVM, which then drops the clamps)
                 for w in range(0 if p < 0 else min(p, n) + 1, min(v, n) + 1):
                     bounds[w] = i
             p = v
-        stats[c, 0] = mn
-        stats[c, 1] = mx
-        stats[c, 2] = d
 
 
 @njit(cache=True, inline="always")
