@@ -81,10 +81,14 @@ _MINMAX = ("min", "max")
 
 # ----------------------------------------------------------------------------- plumbing
 
-def _call(name: str, src: Tensor, *args):
-    """The custom op where autograd or torch.compile needs it, else its CPU kernel directly."""
+def _call(name: str, src: Tensor, *args, want_arg: bool = True):
+    """The custom op where autograd or torch.compile needs it, else its CPU kernel directly
+    (``want_arg=False``: scatter / segment_coo's min/max positions are not needed, and the kernel
+    skips them; the op keeps them for its backward)."""
     if T.needs_op(src):
         return T.OPS[name](src, *args)
+    if not want_arg:
+        return T.KERNELS[name](src, *args, want_arg=False)
     return T.KERNELS[name](src, *args)
 
 
@@ -261,9 +265,10 @@ class _ByIndex:
                 raise ValueError(f"index holds {lo if lo < 0 else hi}, outside [0, {n}) (dim_size)")
         self.g = (ip + torch.arange(self.P).view(self.P, 1) * n).reshape(-1)
 
-    def reduce(self, op: str, src: Tensor, reduce: str, dtype=None, overflow: str = "raise"):
+    def reduce(self, op: str, src: Tensor, reduce: str, dtype=None, overflow: str = "raise",
+               want_arg: bool = True):
         if not self.V:
-            return _call(op, src, self.i1, self.d, self.N, reduce, dtype, overflow)
+            return _call(op, src, self.i1, self.d, self.N, reduce, dtype, overflow, want_arg=want_arg)
         sizes_w = [src.size(k) for k in self.W]
         xs = src.permute(self.perm).reshape([self.P * self.E] + sizes_w)
         vals, arg = _call(op, xs, self.g, 0, self.P * self.N, reduce, dtype, overflow)
@@ -316,9 +321,11 @@ def _check_sorted(idx: Tensor, d: int, fn: str) -> None:
         raise ValueError(f"{fn}: index must be sorted (non-decreasing) along dim {d} for segment_coo")
 
 
-def _scatter_like(kind: str, fn: str, src: Tensor, index: Tensor, dim: int, out, dim_size, reduce: str):
+def _scatter_like(kind: str, fn: str, src: Tensor, index: Tensor, dim: int, out, dim_size, reduce: str,
+                  values_only: bool = False):
     """scatter (kind "scatter") or segment_coo (kind "segment_coo") with torch_scatter's semantics;
-    returns the values (and arg for min/max)."""
+    returns the values (and arg for min/max: empty with ``values_only`` and no ``out``, where the
+    positions are not computed unless autograd needs them)."""
     _check_src(src, fn)
     _check_ids(index, "index", fn)
     dim_size = _check_dim_size(dim_size, fn)
@@ -388,7 +395,7 @@ def _scatter_like(kind: str, fn: str, src: Tensor, index: Tensor, dim: int, out,
                 raise OverflowError(f"{fn}: a result ((out + sum) / count) overflows {src.dtype}")
             res = res.to(src.dtype)
         return out.copy_(res)
-    vals, arg = plan.reduce(kind, src, reduce)
+    vals, arg = plan.reduce(kind, src, reduce, want_arg=not (values_only and out is None))
     if out is None:
         return (vals, arg) if reduce in _MINMAX else vals
     if reduce == "sum":
@@ -446,7 +453,7 @@ def scatter(src: Tensor, index: Tensor, dim: int = -1, out: Optional[Tensor] = N
     reduce: "sum"/"add", "mul", "mean", "min", "max" (min/max return the values only). Implemented
     as a stable counting sort of the index and one segmented reduction (``mmvref.scatter``)."""
     r = _reduce(reduce, "scatter")
-    res = _scatter_like("scatter", "scatter", src, index, dim, out, dim_size, r)
+    res = _scatter_like("scatter", "scatter", src, index, dim, out, dim_size, r, values_only=True)
     return res[0] if r in _MINMAX else res
 
 
@@ -487,7 +494,7 @@ def segment_coo(src: Tensor, index: Tensor, out: Optional[Tensor] = None, dim_si
     """Reduce ``src`` by an index sorted along its last dimension (``index.dim() - 1`` of src), like
     torch_scatter.segment_coo. reduce: "sum"/"add", "mean", "min", "max" (and "mul")."""
     r = _reduce(reduce, "segment_coo")
-    res = _scatter_like("segment_coo", "segment_coo", src, index, -1, out, dim_size, r)
+    res = _scatter_like("segment_coo", "segment_coo", src, index, -1, out, dim_size, r, values_only=True)
     return res[0] if r in _MINMAX else res
 
 

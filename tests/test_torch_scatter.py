@@ -178,6 +178,31 @@ def test_scatter(reduce, dtype, rank):
         check(res, ev, dtype)
 
 
+@pytest.mark.parametrize("reduce", ["min", "max"])
+def test_scatter_values_only_equal_scatter_minmax_values(reduce):
+    """scatter(reduce="min"/"max") skips the positions where no autograd needs them: the same values
+    as scatter_min/max, bit for bit, on an input large enough for per-thread copies (NaNs, ties,
+    empty ids), against numpy's ufunc.at; and with a gradient, the positions' routing."""
+    E, n, F = 20_000, 500, 3
+    g = torch.Generator().manual_seed(3)
+    src = torch.randint(-20, 20, (E, F), generator=g).to(torch.float32)
+    index = torch.randint(0, n - 2, (E,), generator=g)   # ids n-2, n-1 empty
+    src[E - 5, 1] = src[17, 1] = float("nan")
+    want = np.full((n, F), np.inf if reduce == "min" else -np.inf)
+    (np.minimum if reduce == "min" else np.maximum).at(want, index.numpy(), src.numpy().astype(np.float64))
+    want[n - 2:] = 0
+    got = ts.scatter(src, index, 0, None, n, reduce)
+    np.testing.assert_array_equal(got.numpy(), want.astype(np.float32))
+    pair = (ts.scatter_min if reduce == "min" else ts.scatter_max)(src, index, 0, None, n)
+    assert torch.equal(got.nan_to_num(7.5), pair[0].nan_to_num(7.5))
+    coo_index, order = index.sort(stable=True)
+    coo = ts.segment_coo(src[order].T.contiguous(), coo_index.expand(F, E).contiguous(), dim_size=n, reduce=reduce)
+    assert torch.equal(coo.T.nan_to_num(7.5), got.nan_to_num(7.5))
+    x = src.clone().requires_grad_()
+    ts.scatter(x, index, 0, None, n, reduce).sum().backward()
+    assert x.grad.sum().item() == (n - 2) * F  # one position per non-empty output cell gets its gradient
+
+
 def test_scatter_default_dim_is_last():
     src = make_src((3, 11), torch.float32, "sum")
     ev, _ = oracle_index(src, full_index(INDEX, (3, 11), 1), 1, 7, "sum")

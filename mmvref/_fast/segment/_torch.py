@@ -72,6 +72,7 @@ Each returns a tensor, or ``(values, arg)`` with ``return_arg=True``.
 """
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 import numpy as np
@@ -333,14 +334,18 @@ _gather_csr_op.register_autograd(_gather_csr_backward, setup_context=_gather_csr
 
 # ----------------------------------------------------------------------------- scatter / segment_coo
 
-def _index_kernel(fn, src, index, dim, dim_size, reduce, dtype, overflow):
+def _index_kernel(fn, src, index, dim, dim_size, reduce, dtype=None, overflow="raise", want_arg=True):
+    """``fn`` (scatter or segment_coo of numpy arrays) on torch tensors: (values, arg), arg empty
+    unless min/max; ``want_arg=False`` (a direct kernel call, no autograd to feed) skips min/max's
+    positions: the same values, without the position arrays (4-7x faster at E = 4e5, F = 128)."""
     r = _reduce(reduce)
     _dim(dim, src.dim())
     td = src.dtype if dtype is None else dtype
     s, i = _np_in(src), to_numpy(index, "index")
+    with_arg = r in _ARG_REDUCE and want_arg
     res = fn(s, i, axis=dim, dim_size=None if dim_size < 0 else dim_size, reduce=r,
-             return_arg=r in _ARG_REDUCE, dtype=_np_dtype(td), overflow=overflow)
-    if r in _ARG_REDUCE:
+             return_arg=with_arg, dtype=_np_dtype(td), overflow=overflow)
+    if with_arg:
         return _wrap(res[0], (s, i), td), _wrap(res[1], (s, i), torch.int64)
     return _wrap(res, (s, i), td), _empty_arg()
 
@@ -569,10 +574,8 @@ OPS = {
 #: the CPU kernels the ops run, callable directly where no autograd or tracing is involved
 KERNELS = {
     "segment_csr": _segment_csr_kernel, "gather_csr": _gather_csr_kernel,
-    "scatter": lambda src, index, dim, dim_size, reduce, dtype=None, overflow="raise": _index_kernel(
-        _arrays.scatter, src, index, dim, dim_size, reduce, dtype, overflow),
-    "segment_coo": lambda src, index, dim, dim_size, reduce, dtype=None, overflow="raise": _index_kernel(
-        _arrays.segment_coo, src, index, dim, dim_size, reduce, dtype, overflow),
+    "scatter": functools.partial(_index_kernel, _arrays.scatter),
+    "segment_coo": functools.partial(_index_kernel, _arrays.segment_coo),
 }
 
 
