@@ -422,18 +422,25 @@ def test_hooks_and_integer_scatter_run_pyg_code():
 
 def test_scatter_routing_rule():
     """Under a gradient: max/min at every width, sums from SCATTER_SUM_MIN_WIDTH values per index
-    entry; without a gradient, PyG's scatter."""
+    entry; without one, the same from SCATTER_FORWARD_MIN_ROWS positions (sums: not 1-D, not mul),
+    else PyG's scatter."""
     import torch_geometric.utils as U
 
-    index = torch.tensor([0, 1, 1, 3])
+    big = _routes.SCATTER_FORWARD_MIN_ROWS
     cases = [((4, 3), "max", True, True), ((4,), "min", True, True), ((4, 3), "sum", True, False),
              ((4, 8), "sum", True, True), ((4, 2, 4), "mean", True, True), ((4, 8), "max", False, False),
-             ((4, 8), "sum", False, False)]
+             ((4, 8), "sum", False, False), ((big - 1, 8), "sum", False, False), ((big, 8), "sum", False, True),
+             ((big, 2, 4), "mean", False, True), ((big,), "max", False, True), ((big,), "sum", False, False),
+             ((big, 8), "mul", False, False), ((big, 3), "min", False, True)]
+    g = torch.Generator().manual_seed(0)
     with mp.enable():
         for shape, reduce, grad, routed in cases:
-            src = torch.randn(shape).requires_grad_(grad)
+            index = torch.tensor([0, 1, 1, 3]) if shape[0] == 4 else torch.randint(0, 5, (shape[0],), generator=g)
+            # float64: sums of 20,000 terms in another order agree to ~1e-12 (float32: ~1e-5)
+            src = torch.randn(shape, generator=g, dtype=torch.float64).requires_grad_(grad)
             before = mp.stats()["unfused"]
-            got = U.scatter(src, index, 0, 5, reduce)
+            with torch.no_grad() if not grad else contextlib.nullcontext():
+                got = U.scatter(src, index, 0, 5, reduce)
             assert (mp.stats()["unfused"] > before) == routed, (shape, reduce, grad)
             with _disabled():
                 torch.testing.assert_close(got, U.scatter(src, index, 0, 5, reduce))

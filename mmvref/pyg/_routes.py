@@ -64,24 +64,29 @@ def _cpu_float(t) -> bool:
 
 # ----------------------------------------------------------------------------- scatter / segment
 
-#: the width (elements per index entry) from which a sum, mean or product under a gradient runs on
-#: mmvref's scatter
+#: the width (elements per index entry) from which a sum, mean or product under a gradient (a sum or
+#: mean without one) runs on mmvref's scatter
 SCATTER_SUM_MIN_WIDTH = 8
+#: the positions along the reduced dimension from which a scatter without a gradient runs on mmvref's
+SCATTER_FORWARD_MIN_ROWS = 100_000
 
 
 def _scatter_pays(src: Tensor, dim: int, reduce: str) -> bool:
     """Whether mmvref's scatter beats PyG's (torch's ``scatter_add_``/``scatter_reduce_``) here,
-    measured forward + backward at E = 4e5 on 2 threads: under a gradient, max/min at every width
+    measured on 2 threads. Under a gradient (forward + backward at E = 4e5): max/min at every width
     (torch's amax/amin backward is slow: 1.5x at F = 1, 3-6x at F = 2-128) and sums from
     ``SCATTER_SUM_MIN_WIDTH`` (1.3-3.7x at F = 8-128; at F = 1-4 a tie or a loss, 0.5-0.7x).
-    Without a gradient torch's forward kernels are as fast or faster (a 1-D sum 8x, a wide max
-    2-5x), so PyG's code runs."""
-    if not (torch.is_grad_enabled() and src.requires_grad):
-        return False
-    if reduce in ("min", "max"):
-        return True
+    Without one (forward only), from ``SCATTER_FORWARD_MIN_ROWS`` positions: max/min at every width
+    (F = 1: 2.1-4.4x, F = 8-128: 1.3-13x at E = 1e5-4e5) and sums from ``SCATTER_SUM_MIN_WIDTH``
+    (1.4-5.2x); below, torch's forward kernels are as fast or faster (E = 2e4: 0.6-0.9x at
+    F = 16-128), and a 1-D sum or mean loses at every size (0.1-0.8x), so PyG's code runs."""
     n = src.size(dim)
-    return n == 0 or src.numel() // n >= SCATTER_SUM_MIN_WIDTH
+    wide = n == 0 or src.numel() // n >= SCATTER_SUM_MIN_WIDTH
+    if torch.is_grad_enabled() and src.requires_grad:
+        return reduce in ("min", "max") or wide
+    if n < SCATTER_FORWARD_MIN_ROWS:
+        return False
+    return reduce in ("min", "max") or (reduce in ("sum", "mean") and wide)
 
 
 def make_scatter(original):
