@@ -205,7 +205,10 @@ def _scatter_float(x3, index, op, n, cdt, want_arg, buf3=None):
     if T * B * n * F * cdt.itemsize <= _PRIVATE_BYTES and E >= T * 4096:
         cuts = np.linspace(0, E, T + 1).astype(np.int64)
         priv = np.empty((T, B, n, F), cdt)
-        parg = np.empty((T, B, n, F) if want_arg else (0, 0, 0, 0), np.int64)
+        # the copies' positions in int32 where they fit: half the bytes the threads write at random
+        # and fault in (min/max with positions at E = 4e5, F = 128: kernel 27 against 41 ms)
+        pos_dt = np.int32 if want_arg and E < 2**31 else np.int64
+        parg = np.empty((T, B, n, F) if want_arg else (0, 0, 0, 0), pos_dt)
         cdt_count = _count_dtype(op, E)
         pcount = np.empty((T, n if cdt_count is not None else 0), cdt_count or np.int32)
         R.scatter_private_float(op, want_arg)(x3.reshape(-1), B, E, F, n, index, cuts, priv.reshape(-1),
@@ -227,16 +230,20 @@ def _scatter_float(x3, index, op, n, cdt, want_arg, buf3=None):
                     np.multiply(out3, q, out=out3)
                 elif not want_arg:  # NaN propagates and a tie keeps the first piece's: the sequential rule
                     (np.minimum if op == R.MIN else np.maximum)(out3, q, out=out3)
-                else:
+                else:  # which copy wins, decided before the values combine; its position blended in
+                    # arithmetically (a masked copy at random masks measured 11 ms, this 1.7 ms, at 2.6e6)
                     take = (q < out3) if op == R.MIN else (q > out3)
                     take |= np.isnan(q) & ~np.isnan(out3)
-                    np.copyto(out3, q, where=take)
-                    np.copyto(arg3, parg[p], where=take)
+                    (np.minimum if op == R.MIN else np.maximum)(out3, q, out=out3)
+                    step = np.subtract(parg[p], arg3)  # positions differ by less than E: no overflow
+                    np.multiply(step, take, out=step)
+                    np.add(arg3, step, out=arg3)
                 counts += pcount[p]  # (min/max: 0/1 marks, summed: still 0 only where empty)
             if op == R.MEAN:
                 np.divide(out3, np.maximum(counts, 1).astype(cdt)[None, :, None], out=out3)
         if op in (R.MIN, R.MAX):
             out3[:, counts == 0, :] = 0
+        arg3 = arg3.astype(np.int64, copy=False)
     else:
         out3 = np.empty((B, n, F), cdt) if buf3 is None else buf3
         arg3 = np.empty((B, n, F) if want_arg else (0, 0, 0), np.int64)
