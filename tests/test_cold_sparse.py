@@ -83,7 +83,7 @@ def test_first_call_compiles_only_its_paths_and_a_second_process_none(tmp_path):
     spgemm one (the fill: validation and row products by numpy, no staging to compact, no
     workspace the rows do not use); then nothing at all from the cache."""
     cold = _probe(tmp_path)
-    scalar = {"_scalar_rows"}
+    scalar = {"_batch_shape", "_scalar_rows"}
     for dt in ("float32", "int32"):
         spmv = cold[f"spmv {dt}"]
         kernel = "_make_float.<locals>.float_rows" if dt == "float32" else "_make_int.<locals>.int_rows"
@@ -131,7 +131,7 @@ def test_spmv_specialized_kernel_equals_every_path_kernel(kind, dtype, chunks):
         R, E = K.partition(indptr, chunks, K.ROW_COST)
     P = ops._path()
     long_rows, short_rows = ops._row_kinds(indptr, R, P.LONG_ROW)
-    special = K.float_kernel(chunks > 1, long_rows, short_rows, P.SCALAR_SHORT)
+    special = K.float_kernel(chunks > 1, long_rows, short_rows, True)
     generic = K.float_rows if chunks > 1 else K.float_rows_serial
     got = []
     for kernel in (special, generic):

@@ -326,12 +326,14 @@ def test_every_row_length_around_the_lane_counts(level, dtype, pattern):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("index_dtype", ["int32", "int64"])
-def test_regular_short_rows(level, dtype, index_dtype):
-    """Batches of rows of one length, or lengths within REGULAR_SPREAD (the scalar batches
-    where the path has them, else two-phase), for every length below the path's LONG_ROW,
-    one chunk and split; x holds nan/inf in columns no row uses."""
+@pytest.mark.parametrize("span", ["window", "wide"])
+def test_regular_short_rows(level, dtype, index_dtype, span):
+    """Batches of rows of one length, or lengths within REGULAR_SPREAD, for every length below
+    the path's LONG_ROW, one chunk and split; x holds nan/inf in columns no row uses. Columns
+    within SCALAR_WINDOW (scalar batches on every path) or spread over four times as many (scalar
+    batches where the path sets SCALAR_SHORT, else two-phase)."""
     rng = np.random.default_rng(11)
-    n = 300
+    n = 300 if span == "window" else 4 * K.SCALAR_WINDOW
     for k in range(max(level.LONG_ROW, 2)):
         for lens in (np.full(2000, k), k + rng.integers(0, K.REGULAR_SPREAD + 1, 2000)):
             indptr, indices, data, shape = csr_tuple(lens, n - 20, rng, dtype, values=(-1, 1))

@@ -217,7 +217,7 @@ def test_pickle_and_a_changed_thread_count():
 
 
 def test_concurrent_calls_from_threads():
-    A = sp.random(20000, 20000, 0.0005, format="csr", random_state=3)
+    A = sp.random(20000, 20000, 0.0005, format="csr", random_state=np.random.default_rng(3))  # a Generator: RandomState would permute all 4e8 positions (30 s)
     P = mmvref.prepare(A)
     xs = [np.random.default_rng(i).random(20000) for i in range(16)]
     want = [A @ x for x in xs]

@@ -26,10 +26,12 @@ products):
   buffer (full-width gathers regardless of row length), then ``simd_sum``
   sums each row's run of the buffer with a masked load (no branch for rows
   of at most W entries, so short rows of varying length do not mispredict).
-  Where the path sets ``SCALAR_SHORT`` (targets without AVX-512), a batch whose
-  row lengths differ by at most REGULAR_SPREAD is instead done row by row with
-  scalar loads and four accumulators (``_scalar_rows``): its loop branches are
-  predictable, and an 8-lane AVX2 gather costs more than 8 scalar loads.
+  A batch whose row lengths differ by at most REGULAR_SPREAD is instead done row
+  by row with scalar loads and four accumulators (``_scalar_rows``) where the path
+  sets ``SCALAR_SHORT`` (targets without AVX-512: an 8-lane AVX2 gather costs more
+  than 8 scalar loads), and on every path where the batch's column indices span at
+  most SCALAR_WINDOW columns (a banded matrix such as a 2-D Poisson stencil: its x
+  loads hit cache, and the products buffer is a pass the rows do not need).
 
 Validation is fused: every kernel returns the largest column index it read
 (unsigned, so a negative index counts as huge) and flags any row whose
@@ -117,6 +119,13 @@ _VEC_BITS = _vec_bits()
 #: two phases: on targets without AVX-512 an 8-lane gather costs more than 8 scalar loads
 #: (set per path, like LONG_ROW)
 SCALAR_SHORT = _VEC_BITS < 512
+#: where the path does not set SCALAR_SHORT, a regular batch still takes the scalar loads when its
+#: column indices span at most this many columns (x's window: 256 KB of float32, 512 KB of float64,
+#: within L2). Measured on AMD Zen 4 (AVX-512), 2 threads, prepared matvec: 2-D Poisson 1M rows
+#: (5 entries a row, a band) 4.72 -> 2.76 ms float32, 4.72 -> 3.56 ms float64 (docs/performance.md);
+#: the scattered regular batches of uniform / power-law 1M keep the gathers (scalar loads there
+#: measured 0.90-0.98x)
+SCALAR_WINDOW = 1 << 16
 #: row lengths in a batch may differ by this much and still count as one length
 REGULAR_SPREAD = 2
 _I32 = ir.IntType(32)
@@ -513,6 +522,36 @@ def row_kinds(indptr, R, long_row):
 # ----------------------------------------------------------------------------- float kernel
 
 @njit(cache=True)
+def _batch_shape(indptr, indices, t, q, lo, hi):
+    """(regular, smallest, largest column index) of the batch of rows t..q-1, whose entries are
+    [lo, hi) (hi >= lo): regular when the row lengths are non-negative and within
+    REGULAR_SPREAD of each other. Two passes with no early exit, so LLVM vectorizes them (the
+    early-exit loop they replace cost 8% of the b-2 r-2 attention matrix's short rows), that
+    leave the indices in cache for the rows; the indices are read only for a regular batch. A
+    function of its own, not inlined: in the parallel kernel's body these loops cost 0.9 s more
+    compile time than the call."""
+    lmin = np.int64(indptr[t + 1]) - np.int64(indptr[t])
+    lmax = lmin
+    for ti in range(_U(t + 1), _U(q)):
+        ln = np.int64(indptr[ti + _U(1)]) - np.int64(indptr[ti])
+        lmin = ln if ln < lmin else lmin
+        lmax = ln if ln > lmax else lmax
+    regular = lmin >= 0 and lmax - lmin <= REGULAR_SPREAD
+    mn = np.int64(0)
+    mx = np.int64(0)
+    if regular and hi > lo:
+        a = indices[lo]
+        b = a
+        for k in range(_U(lo), _U(hi)):
+            v = indices[k]
+            a = v if v < a else a
+            b = v if v > b else b
+        mn = np.int64(a)
+        mx = np.int64(b)
+    return regular, mn, mx
+
+
+@njit(cache=True)
 def _scalar_rows(indptr, indices, data, x, y, r, q, lo, hi):
     """y[t] = sum of row t's products with scalar loads and four accumulators, for
     r <= t < q, whose entries lie in [lo, hi) and whose column indices are all valid; a
@@ -555,11 +594,12 @@ def float_kernel(parallel, long_rows=True, short_rows=True, scalar=True):
     """The float kernel (``float_rows`` below) compiled for the row paths a call takes:
     ``long_rows`` (chunks whose whole rows average at least the path's LONG_ROW entries:
     simd_dot per row), ``short_rows`` (the other chunks: batches), ``scalar`` (short
-    batches of nearly one row length by scalar loads, where the path sets SCALAR_SHORT;
-    else two phases only). The flags are compile-time constants (closure cells, so a
-    path that is off is pruned before typing, and Numba's cache keeps one entry per
-    combination); where both row kinds are compiled the kernel chooses per chunk by its
-    ``long_row`` argument, and per batch by ``scalar_short``. ``float_rows`` and
+    batches of nearly one row length by scalar loads, on every path where the path sets
+    SCALAR_SHORT, else for batches within SCALAR_WINDOW columns; without it two phases
+    only). The flags are compile-time constants (closure cells, so a path that is off is
+    pruned before typing, and Numba's cache keeps one entry per combination); where both
+    row kinds are compiled the kernel chooses per chunk by its ``long_row`` argument, and
+    per batch by ``scalar_short`` and the batch's columns. ``float_rows`` and
     ``float_rows_serial`` are the kernel with every path."""
     key = (bool(parallel), bool(long_rows), bool(short_rows), bool(scalar and short_rows))
     return variant(_make_float, *key, name=flag_name("float_", ("parallel", "long", "short", "scalar"), key))
@@ -659,31 +699,15 @@ def _make_float(parallel, long_rows, short_rows, scalar):
                             else:
                                 done = False
                                 if scalar:
-                                    # rows of (nearly) one length by scalar loads: the batch's
-                                    # largest column index first (one vectorized pass that leaves
-                                    # the indices in cache, min and max in the index dtype), and
-                                    # only a batch whose indices are all valid is computed
-                                    regular = False
-                                    if scalar_short:
-                                        # row lengths non-negative and within REGULAR_SPREAD: one
-                                        # pass with no early exit, so LLVM vectorizes it (the
-                                        # early-exit loop it replaces cost 8% of the b-2 r-2
-                                        # attention matrix's short rows)
-                                        lmin = np.int64(indptr[t + 1]) - np.int64(indptr[t])
-                                        lmax = lmin
-                                        for ti in range(_U(t + 1), _U(q)):
-                                            ln = np.int64(indptr[ti + _U(1)]) - np.int64(indptr[ti])
-                                            lmin = ln if ln < lmin else lmin
-                                            lmax = ln if ln > lmax else lmax
-                                        regular = lmin >= 0 and lmax - lmin <= REGULAR_SPREAD
-                                    if regular:
+                                    # rows of (nearly) one length by scalar loads, where the path
+                                    # prefers them for every regular batch, else where the batch
+                                    # reads x within SCALAR_WINDOW columns (banded matrices: the
+                                    # loads hit cache, and the gathers' products buffer is a pass
+                                    # the rows do not need); only a batch whose indices are all
+                                    # valid is computed
+                                    regular, mn, mx = _batch_shape(indptr, indices, t, q, lo, hi)
+                                    if regular and (mn < 0 or scalar_short or mx - mn <= SCALAR_WINDOW):
                                         done = True
-                                        mn = indices.dtype.type(0)
-                                        mx = mn
-                                        for k in range(_U(lo), _U(hi)):
-                                            v = indices[k]
-                                            mn = v if v < mn else mn
-                                            mx = v if v > mx else mx
                                         u = _U(0xFFFFFFFFFFFFFFFF) if mn < 0 else _U(mx)
                                         umax = u if u > umax else umax
                                         if u <= nc:  # else the caller raises; nothing of this batch is read
