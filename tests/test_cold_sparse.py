@@ -131,7 +131,7 @@ def test_spmv_specialized_kernel_equals_every_path_kernel(kind, dtype, chunks):
         R, E = K.partition(indptr, chunks, K.ROW_COST)
     P = ops._path()
     long_rows, short_rows = ops._row_kinds(indptr, R, P.LONG_ROW)
-    special = K.float_kernel(chunks > 1, long_rows, short_rows, True)
+    special = K.float_kernel(chunks > 1, long_rows, short_rows)
     generic = K.float_rows if chunks > 1 else K.float_rows_serial
     got = []
     for kernel in (special, generic):

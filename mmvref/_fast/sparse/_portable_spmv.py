@@ -66,7 +66,7 @@ the kernels take it as an argument.
 
 Cold start (a user's first call compiles the kernel; issue 31): the kernel
 is built per combination of the row paths a call takes (``float_kernel``:
-long rows, short rows, the scalar batches; ``int_kernel``: the overflow
+long rows, short rows (with the scalar batches); ``int_kernel``: the overflow
 bound), the paths compile-time constants held in closure cells, so a path
 the input does not take is pruned before typing (the caller reads the row
 kinds off the chunk boundaries, O(chunks)); each SIMD intrinsic is called
@@ -590,22 +590,21 @@ def _scalar_rows(indptr, indices, data, x, y, r, q, lo, hi):
     return bad
 
 
-def float_kernel(parallel, long_rows=True, short_rows=True, scalar=True):
+def float_kernel(parallel, long_rows=True, short_rows=True):
     """The float kernel (``float_rows`` below) compiled for the row paths a call takes:
     ``long_rows`` (chunks whose whole rows average at least the path's LONG_ROW entries:
-    simd_dot per row), ``short_rows`` (the other chunks: batches), ``scalar`` (short
-    batches of nearly one row length by scalar loads, on every path where the path sets
-    SCALAR_SHORT, else for batches within SCALAR_WINDOW columns; without it two phases
-    only). The flags are compile-time constants (closure cells, so a path that is off is
-    pruned before typing, and Numba's cache keeps one entry per combination); where both
-    row kinds are compiled the kernel chooses per chunk by its ``long_row`` argument, and
-    per batch by ``scalar_short`` and the batch's columns. ``float_rows`` and
-    ``float_rows_serial`` are the kernel with every path."""
-    key = (bool(parallel), bool(long_rows), bool(short_rows), bool(scalar and short_rows))
-    return variant(_make_float, *key, name=flag_name("float_", ("parallel", "long", "short", "scalar"), key))
+    simd_dot per row), ``short_rows`` (the other chunks: batches; a regular batch by scalar
+    loads on every path where the path sets SCALAR_SHORT, else where its columns span at most
+    SCALAR_WINDOW; the others in two phases). The flags are compile-time constants (closure
+    cells, so a path that is off is pruned before typing, and Numba's cache keeps one entry
+    per combination); where both row kinds are compiled the kernel chooses per chunk by its
+    ``long_row`` argument, and per batch by ``scalar_short`` and the batch's columns.
+    ``float_rows`` and ``float_rows_serial`` are the kernel with every path."""
+    key = (bool(parallel), bool(long_rows), bool(short_rows))
+    return variant(_make_float, *key, name=flag_name("float_", ("parallel", "long", "short"), key))
 
 
-def _make_float(parallel, long_rows, short_rows, scalar):
+def _make_float(parallel, long_rows, short_rows):
     """One function body for every path, with one call site of each SIMD intrinsic (the
     chunk's boundary parts, its long rows and a short row longer than a batch all go
     through the same ``simd_dot``): each site is lowered and optimized separately, and
@@ -698,21 +697,20 @@ def _make_float(parallel, long_rows, short_rows, scalar):
                                 dest = 0
                             else:
                                 done = False
-                                if scalar:
-                                    # rows of (nearly) one length by scalar loads, where the path
-                                    # prefers them for every regular batch, else where the batch
-                                    # reads x within SCALAR_WINDOW columns (banded matrices: the
-                                    # loads hit cache, and the gathers' products buffer is a pass
-                                    # the rows do not need); only a batch whose indices are all
-                                    # valid is computed
-                                    regular, mn, mx = _batch_shape(indptr, indices, t, q, lo, hi)
-                                    if regular and (mn < 0 or scalar_short or mx - mn <= SCALAR_WINDOW):
-                                        done = True
-                                        u = _U(0xFFFFFFFFFFFFFFFF) if mn < 0 else _U(mx)
-                                        umax = u if u > umax else umax
-                                        if u <= nc:  # else the caller raises; nothing of this batch is read
-                                            if _scalar_rows(indptr, indices, data, x, y, t, q, lo, hi):
-                                                bad = True
+                                # rows of (nearly) one length by scalar loads, where the path
+                                # prefers them for every regular batch, else where the batch
+                                # reads x within SCALAR_WINDOW columns (banded matrices: the
+                                # loads hit cache, and the gathers' products buffer is a pass
+                                # the rows do not need); only a batch whose indices are all
+                                # valid is computed
+                                regular, mn, mx = _batch_shape(indptr, indices, t, q, lo, hi)
+                                if regular and (mn < 0 or scalar_short or mx - mn <= SCALAR_WINDOW):
+                                    done = True
+                                    u = _U(0xFFFFFFFFFFFFFFFF) if mn < 0 else _U(mx)
+                                    umax = u if u > umax else umax
+                                    if u <= nc:  # else the caller raises; nothing of this batch is read
+                                        if _scalar_rows(indptr, indices, data, x, y, t, q, lo, hi):
+                                            bad = True
                                 if not done:
                                     # two phases: the batch's products (full-width gathers
                                     # regardless of row length), then each row's run summed

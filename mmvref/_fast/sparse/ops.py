@@ -209,7 +209,7 @@ class FloatSpmv:
         self.rdt = data.dtype
         self.path = P = _path()
         long_rows, short_rows = _row_kinds(indptr, R, P.LONG_ROW)
-        self.kernel = K.float_kernel(self.C > 1, long_rows, short_rows, True)  # scalar batches: every path
+        self.kernel = K.float_kernel(self.C > 1, long_rows, short_rows)
         self.entry = None
 
     def __call__(self, xk, y, bind=False):
