@@ -1,7 +1,10 @@
 """Prepared matrices (``mmvref.prepare``, issue 32): the prepared matvec against the plain ``spmv``,
 ``torch.mv`` and scipy on the SpMV matrices, a 2-D Poisson matrix and a small one (the per-call
-overhead); the preparation's cost in matvecs; and ``cg`` end to end on the Poisson matrix with the
-prepared operator against scipy's own matrix (same tolerance, same iteration count)."""
+overhead); the preparation's cost in matvecs; the prepared SpMM (``P @ X``, X dense n x k, k = 16,
+64, 256) against ``torch.sparse.mm`` and scipy; and ``cg`` end to end on the Poisson matrix with the
+prepared operator against scipy's own matrix (same tolerance, same iteration count).
+
+Byte model of ``prepared_spmm``: nnz (value + index) + (m+1) offsets + n*k dense read + m*k written."""
 from __future__ import annotations
 
 import time
@@ -10,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import matrices
-from .ops import Case, SpmvBench, _attention_grid
+from .ops import Case, OpBench, SpmvBench, _attention_grid, _rng, _torch
 
 
 def poisson_2d(side: int) -> sp.csr_matrix:
@@ -84,6 +87,83 @@ class PreparedSpmvBench(SpmvBench):
         return {"mmvref.spmv": plain, **super().peers()}
 
 
+class PreparedSpmmBench(OpBench):
+    """P @ X with X dense (n, k): the prepared operator (prepared outside the timing, its cost
+    reported in products) against ``torch.sparse.mm`` on a CSR tensor (int32 indices) and scipy's
+    ``A @ X``; float32, and float64 outside ``--quick``. Matrices of 0.25-1e6 rows: a product at
+    k = 256 writes m x 256 values (1 GB at 1e6 rows in float32), so the Poisson grid is 500 x 500."""
+    name = "prepared_spmm"
+    fast_name = "prepare"
+    KS = (16, 64, 256)
+
+    def __init__(self):
+        self._cache = (None, None)
+
+    def cases(self, quick):
+        mats = [("small 1k", ("small",)), ("poisson 250k", ("poisson", 500)),
+                ("attention " + matrices.attention_name(64, 2), ("attention", 64, 2)),
+                ("power-law 200k", ("power-law-200k",))]
+        if quick:
+            mats, ks, dts = mats[1:2], (16,), ("float32",)
+        else:
+            ks, dts = self.KS, ("float32", "float64")
+        return [Case(self.name, f"{label}, k={k}, {dt}", 0, None, (), {"matrix": key, "k": k, "dtype": dt,
+                                                                       "label": label})
+                for label, key in mats for k in ks for dt in dts]
+
+    def _matrix(self, key):
+        if self._cache[0] != key:
+            self._cache = (None, None)
+            if key[0] == "attention":
+                A = matrices.sparse_attention(key[1], key[2])
+            elif key[0] == "power-law-200k":
+                A = matrices.power_law(n=200_000)
+            else:
+                A = _matrix(key)
+            self._cache = (key, A.astype(np.float64))
+        return self._cache[1]
+
+    def inputs(self, case):
+        import mmvref
+
+        dt = np.dtype(case.params["dtype"])
+        A = self._matrix(case.params["matrix"]).astype(dt)
+        k = case.params["k"]
+        X = _rng(7, A.shape[1], k).standard_normal((A.shape[1], k)).astype(dt)
+        case.n = A.nnz
+        mmvref.prepare(A) @ X  # kernels compiled (or loaded) outside the timing
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            P = mmvref.prepare(A)
+            times.append(time.perf_counter() - t0)
+        case.params["prepare_ms"] = 1e3 * float(np.median(times))
+        return {"A": A, "X": X, "P": P}
+
+    def nbytes(self, case, inp):
+        A, X = inp["A"], inp["X"]
+        return A.data.nbytes + A.indices.nbytes + A.indptr.nbytes + X.nbytes + A.shape[0] * X.shape[1] * X.itemsize
+
+    def ours(self, fn, inp):
+        P, X = inp["P"], inp["X"]
+        return lambda: P @ X
+
+    def peers(self):
+        def scipy_mm(inp):
+            A, X = inp["A"], inp["X"]
+            return lambda: A @ X
+
+        def torch_mm(inp):
+            torch = _torch()
+            A = inp["A"]
+            At = torch.sparse_csr_tensor(torch.from_numpy(A.indptr.astype(np.int32)),
+                                         torch.from_numpy(A.indices.astype(np.int32)),
+                                         torch.from_numpy(A.data), size=A.shape)
+            Xt = torch.from_numpy(inp["X"])
+            return lambda: torch.sparse.mm(At, Xt)
+        return {"scipy A @ X": scipy_mm, "torch.sparse.mm (CSR, int32)": torch_mm}
+
+
 class CgBench(SpmvBench):
     """cg on the 2-D Poisson matrix to rtol 1e-8 (at most 300 iterations), float64: the prepared
     operator (``aslinearoperator``) against scipy's CSR matrix; both must take the same iterations."""
@@ -141,4 +221,4 @@ class CgBench(SpmvBench):
         return {}
 
 
-OPS = {b.name: b for b in (PreparedSpmvBench(), CgBench())}
+OPS = {b.name: b for b in (PreparedSpmvBench(), PreparedSpmmBench(), CgBench())}

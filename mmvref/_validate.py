@@ -197,7 +197,6 @@ def as_indptr(indptr, name: str = "indptr", nnz: int | None = None, check_order:
         raise TypeError(f"{name} must have an integer dtype, got {a.dtype}")
     if a.shape[0] == 0:
         raise ValueError(f"{name} must have at least one entry (indptr[0] = 0)")
-    a = a.astype(np.int64, copy=False)
     if a[0] != 0:
         raise ValueError(f"{name}[0] must be 0, got {a[0]}")
     if check_order and a.shape[0] > 1:
@@ -207,7 +206,9 @@ def as_indptr(indptr, name: str = "indptr", nnz: int | None = None, check_order:
             raise ValueError(f"{name} must be non-decreasing; {name}[{i}] = {a[i]} > {name}[{i + 1}] = {a[i + 1]}")
     if nnz is not None and a[-1] != nnz:
         raise ValueError(f"{name}[-1] must equal the number of entries ({nnz}), got {a[-1]}")
-    return a
+    if a.dtype == np.uint64 and a.size and a.max() > np.iinfo(np.int64).max:  # checked before int64 wraps it
+        raise ValueError(f"{name} has an offset above 2**63 - 1: {a.max()}")
+    return a.astype(np.int64, copy=False)
 
 
 def as_csr(indptr, indices, data, n_cols: int | None = None, data_name: str = "data"):
@@ -224,13 +225,14 @@ def as_csr(indptr, indices, data, n_cols: int | None = None, data_name: str = "d
     if ind.shape[0] != data.shape[0]:
         raise ValueError(f"indices has length {ind.shape[0]} but {data_name} has length {data.shape[0]}")
     ptr = as_indptr(indptr, "indptr", nnz=data.shape[0])
-    ind = ind.astype(np.int64, copy=False)
     if n_cols is not None and ind.size:
-        lo, hi = int(ind.min()), int(ind.max())
+        lo, hi = int(ind.min()), int(ind.max())  # before the int64 conversion: a uint64 index keeps its value
         if lo < 0 or hi >= n_cols:
             bad = lo if lo < 0 else hi
             raise ValueError(f"indices out of range: column index {bad} not in [0, {n_cols})")
-    return ptr, ind, data
+    elif ind.dtype == np.uint64 and ind.size and ind.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"indices has an index above 2**63 - 1: {ind.max()}")
+    return ptr, ind.astype(np.int64, copy=False), data
 
 
 def as_uniform(u, name: str = "u") -> np.ndarray:

@@ -176,6 +176,44 @@ def test_index_dtypes():
             np.testing.assert_array_equal(y, ref)
 
 
+_INDEX_PROBE = """
+import json, sys
+import numpy as np
+import mmvref
+from mmvref._fast import _variants
+indptr, indices = np.array([0, 2, 2, 5]), np.array([0, 3, 1, 2, 3])
+for it in ("int8", "uint8", "int16", "uint16", "uint32", "uint64"):
+    for vals in (np.arange(5.0), np.arange(5, dtype=np.int32)):
+        A = (indptr.astype(it), indices.astype(it), vals, (3, 4))
+        mmvref.spmv(A, np.arange(4)), mmvref.spmm(A, np.arange(8).reshape(4, 2))
+print(json.dumps([(f.__module__ + "." + f.__name__, str(sig[0].dtype), str(sig[1].dtype))
+                  for (f, _), k in list(_variants._MADE.items()) for sig in k.signatures]))
+"""
+
+
+def test_kernels_see_only_int32_and_int64_indices():
+    """Every integer index dtype reaches the kernels as int32 or int64 (a kernel compiled per index
+    dtype pair would cost a user seconds of compile for each): in a process that ran spmv and spmm
+    on every other index dtype, no signature of the float or integer SpMV kernels or of the SpMM
+    rows takes indptr or indices of another dtype. (The results are checked by test_index_dtypes
+    and test_bad_input.)"""
+    import json
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ)
+    env.pop("NUMBA_DISABLE_JIT", None)
+    r = subprocess.run([sys.executable, "-c", _INDEX_PROBE], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    sigs = [s for s in json.loads(r.stdout.strip().splitlines()[-1])
+            if s[0].startswith("mmvref._fast.sparse") and s[0].rsplit(".", 1)[1] in ("_make_float", "_make_int",
+                                                                                      "_make_rows")]
+    kinds = {s[0].rsplit(".", 1)[1] for s in sigs}
+    assert kinds == {"_make_float", "_make_int", "_make_rows"}, sigs  # each kernel was reached
+    for name, ptr_dtype, ind_dtype in sigs:
+        assert {ptr_dtype, ind_dtype} <= {"int32", "int64"}, (name, ptr_dtype, ind_dtype)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_32_and_64_bit_indices_at_every_level(level, dtype):
     """The gathers of each level with 32- and 64-bit indices (separate instructions on AVX2)."""

@@ -73,11 +73,28 @@ def index_arrays(indptr, indices, data, m, n, name="A"):
         raise ValueError(f"indptr[-1] must equal the number of entries ({nnz}), got {indptr[m]}")
     if nnz == 0 and m > 1 and indptr.any():  # no entries: no kernel pass checks the offsets
         raise_invalid(indptr, indices, data, n, name)
-    if indices.dtype.itemsize < 4:
-        indices = indices.astype(np.int32)
-    elif indices.dtype == np.uint32 and n > (1 << 31):
-        indices = indices.astype(np.int64)
-    return indptr, indices
+    # The kernels take int32 and int64 only: two index dtypes each, four combinations, instead of
+    # the eight integer dtypes squared (each a compile of seconds on a user's first call). Narrow
+    # dtypes are widened (a copy, exact); unsigned ones are viewed as signed (no copy) once no value
+    # can wrap: a value past the signed range would be out of range anyway, and is refused here,
+    # with its own value in the message, before it could turn negative.
+    if indptr.dtype.kind == "u" and indptr.dtype.itemsize >= 4 and indptr.max() > nnz:
+        raise_invalid(indptr, indices, data, n, name)
+    if indices.dtype.kind == "u" and indices.dtype.itemsize >= 4 and nnz and indices.max() >= n:
+        raise_invalid(indptr, indices, data, n, name)
+    return _signed_index(indptr, nnz), _signed_index(indices, n)
+
+
+def _signed_index(a, bound):
+    """``a`` (native order, contiguous, values known to be below ``bound`` where unsigned 32/64-bit)
+    as int32 or int64 with the same values."""
+    if a.dtype == np.int32 or a.dtype == np.int64:
+        return a
+    if a.dtype.itemsize < 4:
+        return a.astype(np.int32)
+    if a.dtype.itemsize == 8 or bound < (1 << 31):  # uint64 below 2**63, uint32 below 2**31
+        return a.view(np.int64 if a.dtype.itemsize == 8 else np.int32)
+    return a.astype(np.int64)
 
 
 def int_array(a, name):

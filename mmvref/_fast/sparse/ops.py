@@ -42,8 +42,10 @@ Cold start (issue 31): every kernel is compiled for the paths the call takes
 combination); small operands use serial kernels, which compile in about a
 third of the time of parallel ones.
 
-The CSR operands are read as given (int32 or int64 indices, no copy); their
-validation is fused into the kernels' passes (``_csr_input``).
+The CSR operands are read as given when their indices are int32 or int64 (no copy); other
+integer index dtypes reach the kernels as one of those two (``_csr_input.index_arrays``: narrow
+ones widened, unsigned ones viewed as signed once no value can wrap), so each kernel compiles for
+at most four index dtype pairs. Validation is fused into the kernels' passes.
 """
 from __future__ import annotations
 
@@ -84,8 +86,11 @@ def spmv(A, x, *, overflow="raise"):
     - A: a ``scipy.sparse`` CSR matrix or CSR array, a torch sparse CSR CPU
       tensor, or a tuple ``(indptr, indices, data, shape)``. Column indices
       may be unsorted and repeated within a row (repeats are summed). Any
-      integer index dtypes; the arrays are used as given (no copy when they
-      are contiguous, 32- or 64-bit).
+      integer index dtypes; the arrays are used as given (no copy) when they
+      are contiguous int32/int64; 8- and 16-bit ones are widened to int32
+      (a copy), unsigned 32- and 64-bit ones read as int32/int64 after a check
+      that every value is in range (a uint32 column index with more than
+      2**31 columns: a widening copy).
     - x: 1-D, length ``shape[1]``; numpy, array-like or torch CPU tensor.
     - overflow: integer results only. ``"raise"`` (default) raises
       OverflowError when an exact row result does not fit the result dtype;
@@ -359,7 +364,7 @@ def spmm(A, D, *, overflow="raise"):
     Parameters
     - A: scipy.sparse CSR matrix/array, torch sparse CSR CPU tensor or
       ``(indptr, indices, data, shape)``; unsorted and repeated column
-      indices allowed (repeats summed); int32 or int64 indices used as given.
+      indices allowed (repeats summed); index dtypes as in ``spmv``.
     - D: 2-D, ``shape[1]`` rows, k columns; numpy, array-like or torch CPU.
     - overflow: integers only: ``"raise"`` (default) raises OverflowError when
       an exact entry does not fit the result dtype, ``"wrap"`` wraps.
@@ -501,7 +506,7 @@ def _one_index_dtype(*arrays):
     """The four index arrays of an SpGEMM in one dtype: int32 when all are, int64 when all are int32 or
     int64 (a widening copy of the int32 ones). Every kernel then compiles for 2 index dtypes instead of
     up to 16 combinations (a user's first call, and the tests, compile far less); the copy is one pass over
-    the input indices, small beside the products. Other mixes (unsigned) are left as given."""
+    the input indices, small beside the products. (``index_arrays`` has made every one int32 or int64.)"""
     kinds = {a.dtype for a in arrays}
     if kinds <= {np.dtype(np.int32)} or not kinds <= {np.dtype(np.int32), np.dtype(np.int64)}:
         return arrays
