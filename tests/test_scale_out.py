@@ -32,6 +32,36 @@ def test_jobs_give_the_serial_results(tmp_path):
     assert [r.status for r in serial] == ["fail", "fail", "pass"]
 
 
+def test_ops_of_a_family_share_a_worker():
+    from conformance.jobs import family_parts
+
+    ops = ["scan", "compress", "spmv", "segment_csr", "topk", "compress_ind", "spmm", "argsort", "scatter"]
+    parts = family_parts(ops, 2)
+    # largest first; families of one size in the order of their first op
+    assert parts == [["scan", "segment_csr", "scatter"], ["compress", "compress_ind"], ["spmv", "spmm"],
+                     ["topk", "argsort"]]
+    # fewer parts than workers: the largest split in two, until every worker has a part or none can split
+    assert sorted(family_parts(["scan", "segment_csr", "scatter", "spmv"], 3)) == [["scan", "segment_csr"],
+                                                                                    ["scatter"], ["spmv"]]
+    assert sorted(family_parts(["scan", "segment_csr", "scatter", "spmv"], 4)) == [["scan"], ["scatter"],
+                                                                                    ["segment_csr"], ["spmv"]]
+    assert sorted(sum(family_parts(ops, 16), [])) == sorted(ops) and len(family_parts(ops, 16)) == len(ops)
+    assert family_parts(["stage:row_scan", "stage:diff"], 1) == [["stage:row_scan"], ["stage:diff"]]
+
+
+def test_a_dying_job_process_is_a_crash_and_the_next_part_gets_a_fresh_one(monkeypatch):
+    """Without isolation a segfault kills the worker process: the op is reported as a crash, and
+    the part handed to that worker next (compress, another family) runs in a new process."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]))
+    kw = dict(s=8, max_examples=10, seed=1, derandomize=False, policy="derived", db=None, report_dir=None, tier="default")
+    reps = run_jobs("isolation_backends:Broken", ["scan", "segmented_scan", "compress"], 1, call_timeout=None,
+                    log=lambda *a: None, **kw)
+    status = {r.op: r for r in reps}
+    assert [r.op for r in reps] == ["scan", "segmented_scan", "compress"]
+    assert status["scan"].status == "pass" and status["compress"].status == "pass"
+    assert status["segmented_scan"].status == "crash" and "job process died" in status["segmented_scan"].message
+
+
 def test_jobs_option(tmp_path, capsys):
     assert main(["--backend", "mmvref", "--ops", "scan", "compress", "--max-examples", "10", "--jobs", "2", "--db",
                  str(tmp_path), "--report", str(tmp_path / "rep")]) == 0
