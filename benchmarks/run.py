@@ -43,6 +43,11 @@ def _versions():
     return v
 
 
+#: rounds at most per case (``time_interleaved``'s max_runs): --quick stops at 15, where the medians
+#: of ms-scale cases are as steady as at 51 and a case of three implementations costs a third
+QUICK_MAX_ROUNDS, MAX_ROUNDS = 15, 51
+
+
 def run(names, *, quick, runs, log=print, ours_only=False):
     """Run the benchmarks of ``names``; returns (results, copy GB/s, peer names per op)."""
     copy_n = QUICK_N if quick else FULL_N
@@ -81,7 +86,7 @@ def run(names, *, quick, runs, log=print, ours_only=False):
                     thunks[pname] = make(inp)
                 except Skip as exc:
                     rows[pname] = result(pname, False, status="skipped", note=str(exc))
-            times, outputs = time_interleaved(thunks, runs=runs)
+            times, outputs = time_interleaved(thunks, runs=runs, max_runs=QUICK_MAX_ROUNDS if quick else MAX_ROUNDS)
             good = {k: v for k, v in outputs.items() if not isinstance(v, Exception)}
             acc = bench.accuracy(inp, good) if hasattr(bench, "accuracy") and "ours" in good else {}
             # float results judged against the exact one and the documented bound
@@ -245,7 +250,8 @@ def main(argv=None):
     meta["seconds"] = time.perf_counter() - t0
     print(f"Memory-copy yardstick: {copy_gbs:.1f} GB/s (parallel Numba copy, bytes read + written; the "
           f"faster of a copy at the start and at the end). Each case times its implementations in "
-          f"interleaved rounds (at least {args.runs} rounds and 0.3 s after one warm-up call; in each "
+          f"interleaved rounds (at least {args.runs} rounds and 0.3 s after one warm-up call, at most "
+          f"{QUICK_MAX_ROUNDS if args.quick else MAX_ROUNDS} rounds; in each "
           f"round an implementation runs untimed for 10 ms, so that the previous one's spinning "
           f"thread pool has let go of the cores, then once timed) and reports medians; "
           f"vs <peer> = peer time / our time.\n")
