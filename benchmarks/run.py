@@ -173,7 +173,7 @@ def _target_line(meta):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    ap.add_argument("--quick", action="store_true", help="n = 1e7 only and fewer cases (under 2 minutes)")
+    ap.add_argument("--quick", action="store_true", help="n = 1e7 only, fewer cases and rounds (under 2 minutes)")
     ap.add_argument("--ops", nargs="+", metavar="OP",
                     help=f"ops to run (default: all): {', '.join(op_names())}; groups: "
                          + "; ".join(f"{g} = {' '.join(m)}" for g, m in GROUPS.items())
