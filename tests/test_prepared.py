@@ -287,3 +287,39 @@ def test_structure_checked_by_numpy_and_by_the_kernel(serial_cost, monkeypatch):
             mmvref.prepare(A)
     ok = mmvref.prepare((np.array([0, 1, 3]), np.array([0, 7, 1]), np.ones(3), (2, 8)))
     assert (ok @ np.arange(8.0)).tolist() == [0.0, 8.0]
+
+
+def test_a_new_matrix_binds_its_kernel_without_typing_its_arguments(monkeypatch):
+    """The first product of a prepared matrix binds the compiled kernel: by one lookup of its
+    argument kinds once a matrix with the same kinds was bound in the process (Numba's typeof of
+    every argument is not called again), and the bound kernel is the one for those kinds (a
+    float32 matrix after a float64 one gets its own): every result is the plain-loop oracle's,
+    within the per-row bound."""
+    rng = np.random.default_rng(12)
+
+    def matrix(dtype, index_dtype, seed):
+        A = sp.random(300, 200, density=0.03, format="csr", random_state=np.random.default_rng(seed), dtype=dtype)
+        return (A.indptr.astype(index_dtype), A.indices.astype(index_dtype), A.data, A.shape)
+
+    x64 = rng.standard_normal(200)
+    for dtype, index_dtype in (("float64", "int32"), ("float32", "int32"), ("float64", "int64")):  # int64: kept int32
+        x = x64.astype(dtype)
+        first = mmvref.prepare(matrix(dtype, index_dtype, 0))
+        first @ x  # binds by typing its arguments
+        typed = []
+        monkeypatch.setattr(numba.core.dispatcher.Dispatcher, "typeof_pyval",
+                            lambda self, v: typed.append(v) or numba.typeof(v))
+        for seed in (1, 2):
+            ip, ind, data, shape = matrix(dtype, index_dtype, seed)
+            P = mmvref.prepare((ip, ind, data, shape))
+            assert P.indices.dtype == np.int32  # kept as int32 where the matrix fits
+            for _ in range(2):  # the first product (bound here) and a later one (the bound entry point)
+                y = P @ x
+                want = np.asarray(oracle_spmv(ip, ind, data.astype(np.float64), x.astype(np.float64)), np.float64)
+                k = np.diff(ip).astype(np.float64)
+                u = np.finfo(dtype).eps / 2
+                mag = np.asarray(oracle_spmv(ip, ind, np.abs(data.astype(np.float64)), np.abs(x.astype(np.float64))))
+                assert y.dtype == np.dtype(dtype)
+                assert np.all(np.abs(y - want) <= k * u / (1 - k * u) * mag)
+        assert typed == []
+        monkeypatch.undo()

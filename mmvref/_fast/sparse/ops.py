@@ -226,15 +226,38 @@ class FloatSpmv:
         args = (self.indptr, self.indices, self.data, xk, y, self.R, self.E, first, last, umax, bad, P.GATHER,
                 P.LONG_ROW, P.SCALAR_SHORT)
         fl = xk.flags
-        if self.entry is not None and fl.c_contiguous and fl.aligned and fl.writeable and xk.dtype == rdt \
-                and xk.ndim == 1:
+        plain_x = fl.c_contiguous and fl.aligned and fl.writeable and xk.ndim == 1
+        if self.entry is not None and plain_x and xk.dtype == rdt:
             self.entry(*args)
+        elif bind and plain_x:
+            key = (self.kernel, tuple(_arg_kind(a) for a in args))
+            entry = _ENTRY_POINTS.get(key)
+            if entry is None:
+                self.kernel(*args)  # compiled (or loaded) and run; then its entry point looked up once
+                entry = _ENTRY_POINTS[key] = self.kernel.overloads[
+                    tuple(self.kernel.typeof_pyval(a) for a in args)].entry_point
+            else:
+                entry(*args)
+            self.entry = entry
         else:
             self.kernel(*args)
-            if bind and fl.c_contiguous and fl.aligned and fl.writeable and xk.ndim == 1:
-                self.entry = self.kernel.overloads[tuple(self.kernel.typeof_pyval(a) for a in args)].entry_point
         _combine(y, self.R, first, last)
         return umax, bad
+
+
+#: (kernel, kinds of its arguments) -> the compiled entry point: a prepared matrix's first product
+#: binds by a lookup here (Numba's typeof of fourteen arguments took 90 us, 8 of the 1,000-row
+#: matrix's products, on every new matrix; now once per process and kind of arguments)
+_ENTRY_POINTS = {}
+
+
+def _arg_kind(a):
+    """What Numba's type of an argument depends on: an array's dtype, dimensions and flags, the
+    Python type of anything else."""
+    if isinstance(a, np.ndarray):
+        f = a.flags
+        return a.dtype, a.ndim, f.c_contiguous, f.f_contiguous, f.aligned, f.writeable
+    return type(a)
 
 
 def _row_kinds(indptr, R, long_row):
