@@ -12,7 +12,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from . import matrices
+from . import matrices, sparse_products
 from .ops import Case, OpBench, SpmvBench, _attention_grid, _rng, _torch
 
 
@@ -145,30 +145,18 @@ class PreparedSpmmBench(OpBench):
         mmvref.prepare(A) @ X  # kernels compiled (or loaded) outside the timing
         case.params["prepare_ms"], case.params["prepare_first_ms"], P = _preparation(lambda: mmvref.prepare(A),
                                                                                      lambda P: P @ X)
-        return {"A": A, "X": X, "P": P}
+        return {"A": A, "D": X, "P": P}
 
     def nbytes(self, case, inp):
-        A, X = inp["A"], inp["X"]
+        A, X = inp["A"], inp["D"]
         return A.data.nbytes + A.indices.nbytes + A.indptr.nbytes + X.nbytes + A.shape[0] * X.shape[1] * X.itemsize
 
     def ours(self, fn, inp):
-        P, X = inp["P"], inp["X"]
+        P, X = inp["P"], inp["D"]
         return lambda: P @ X
 
     def peers(self):
-        def scipy_mm(inp):
-            A, X = inp["A"], inp["X"]
-            return lambda: A @ X
-
-        def torch_mm(inp):
-            torch = _torch()
-            A = inp["A"]
-            At = torch.sparse_csr_tensor(torch.from_numpy(A.indptr.astype(np.int32)),
-                                         torch.from_numpy(A.indices.astype(np.int32)),
-                                         torch.from_numpy(A.data), size=A.shape)
-            Xt = torch.from_numpy(inp["X"])
-            return lambda: torch.sparse.mm(At, Xt)
-        return {"scipy A @ X": scipy_mm, "torch.sparse.mm (CSR, int32)": torch_mm}
+        return sparse_products.SpmmBench.peers(self)  # scipy A @ D, torch.sparse.mm (the operand is "D")
 
 
 class CgBench(SpmvBench):
