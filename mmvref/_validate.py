@@ -207,7 +207,7 @@ def as_indptr(indptr, name: str = "indptr", nnz: int | None = None, check_order:
     if nnz is not None and a[-1] != nnz:
         raise ValueError(f"{name}[-1] must equal the number of entries ({nnz}), got {a[-1]}")
     if a.dtype == np.uint64 and a.size and a.max() > np.iinfo(np.int64).max:  # checked before int64 wraps it
-        raise ValueError(f"{name} has an offset above 2**63 - 1: {a.max()}")
+        raise ValueError(f"{name} has an offset of {a.max()}, more than an array can address (2**63 - 1)")
     return a.astype(np.int64, copy=False)
 
 
@@ -231,7 +231,7 @@ def as_csr(indptr, indices, data, n_cols: int | None = None, data_name: str = "d
             bad = lo if lo < 0 else hi
             raise ValueError(f"indices out of range: column index {bad} not in [0, {n_cols})")
     elif ind.dtype == np.uint64 and ind.size and ind.max() > np.iinfo(np.int64).max:
-        raise ValueError(f"indices has an index above 2**63 - 1: {ind.max()}")
+        raise ValueError(f"indices has an index of {ind.max()}, more than an array can address (2**63 - 1)")
     return ptr, ind.astype(np.int64, copy=False), data
 
 
