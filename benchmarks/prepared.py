@@ -33,6 +33,8 @@ def _matrix(key):
         return matrices.uniform_random(1000, mean=5.0)
     if key[0] == "power-law-10M":
         return matrices.power_law(1_400_000, cap=20_000)
+    if key[0] == "power-law-200k":
+        return matrices.power_law(n=200_000)
     return None
 
 
@@ -108,7 +110,7 @@ class PreparedSpmmBench(OpBench):
     KS = (16, 64, 256)
 
     def __init__(self):
-        self._cache = (None, None)
+        self._matrices = PreparedSpmvBench()
 
     def cases(self, quick):
         mats = [("small 1k", ("small",)), ("poisson 250k", ("poisson", 500)),
@@ -123,16 +125,7 @@ class PreparedSpmmBench(OpBench):
                 for label, key in mats for k in ks for dt in dts]
 
     def _matrix(self, key):
-        if self._cache[0] != key:
-            self._cache = (None, None)
-            if key[0] == "attention":
-                A = matrices.sparse_attention(key[1], key[2])
-            elif key[0] == "power-law-200k":
-                A = matrices.power_law(n=200_000)
-            else:
-                A = _matrix(key)
-            self._cache = (key, A.astype(np.float64))
-        return self._cache[1]
+        return self._matrices._matrix(key)  # the prepared matvec's matrices (float64), one kept at a time
 
     def inputs(self, case):
         import mmvref
