@@ -323,3 +323,113 @@ def test_a_new_matrix_binds_its_kernel_without_typing_its_arguments(monkeypatch)
                 assert np.all(np.abs(y - want) <= k * u / (1 - k * u) * mag)
         assert typed == []
         monkeypatch.undo()
+
+
+@pytest.mark.parametrize("per_thread", [None, 4])
+def test_out_that_overlaps_x_gets_the_product_of_the_x_it_held(per_thread):
+    """``P.matvec(x, out=x)`` (or an ``out`` that overlaps x) on a square matrix: the kernel still reads x
+    while it writes y, so the product goes to a new array first and is then copied into ``out``; the
+    first product (which binds the kernel) and the later ones (the bound fast path) alike, for one
+    chunk and for several."""
+    rng = np.random.default_rng(21)
+    A = sp.random(2000, 2000, 0.01, format="csr", random_state=rng)
+    with chunks(per_thread) if per_thread else contextlib.nullcontext():
+        P = mmvref.prepare(A)
+        for _ in range(3):
+            x = rng.standard_normal(2000)
+            want = oracle_spmv(A.indptr, A.indices, A.data, x)
+            xb = x.copy()
+            assert P.matvec(xb, out=xb) is xb
+            assert _within_bound(xb, A.indptr, A.indices, A.data, x)
+            np.testing.assert_allclose(xb, want, rtol=1e-12, atol=1e-12)
+            buf = np.concatenate([x, np.zeros(1)])  # out shifted by one element over x
+            assert P.matvec(buf[:-1], out=buf[1:]) is not None
+            np.testing.assert_allclose(buf[1:], want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("per_thread", [None, 4])
+def test_bound_products_follow_out_update_values_and_the_thread_count(per_thread):
+    """After the first product binds the kernel, later products (the fast path: a new result or a
+    plain ``out``) give the first product's bits; ``update_values`` and a changed thread count are
+    seen by the next product (the plain-loop oracle's result within the per-row bound)."""
+    rng = np.random.default_rng(22)
+    A = sp.random(3000, 2500, 0.004, format="csr", random_state=rng, dtype=np.float32)
+    x = rng.standard_normal(2500).astype(np.float32)
+    with chunks(per_thread) if per_thread else contextlib.nullcontext():
+        P = mmvref.prepare(A)
+        first = P @ x
+        assert _within_bound(first, A.indptr, A.indices, A.data, x)
+        out = np.full(3000, np.nan, np.float32)
+        assert P.matvec(x, out=out) is out and np.array_equal(out, first)
+        assert np.array_equal(P @ x, first) and np.array_equal(P.matvec(x), first)
+        new = rng.standard_normal(A.nnz).astype(np.float32)
+        P.update_values(new)
+        y = P @ x
+        assert _within_bound(y, A.indptr, A.indices, new, x) and not np.array_equal(y, first)
+        assert np.array_equal(P.matvec(x, out=out), y)
+        if numba.config.NUMBA_NUM_THREADS > 1:
+            T = numba.get_num_threads()
+            numba.set_num_threads(1)
+            try:
+                y1 = P @ x
+                assert P._spmv[0] == 1 or P._spmv[3]  # re-partitioned, or one chunk whatever the count
+                assert _within_bound(y1, A.indptr, A.indices, new, x)
+            finally:
+                numba.set_num_threads(T)
+
+
+def test_matmat_out_that_overlaps_x():
+    """``P.matmat(X, out=X)`` on a square matrix gives A X of the X it was given (the product is made
+    in a new array, then copied), as a plain ``out`` does."""
+    rng = np.random.default_rng(23)
+    A = sp.random(2000, 2000, 0.01, format="csr", random_state=rng)
+    P = mmvref.prepare(A)
+    for _ in range(2):
+        X = rng.standard_normal((2000, 3))
+        want = np.stack([oracle_spmv(A.indptr, A.indices, A.data, X[:, j]) for j in range(3)], axis=1)
+        Xb = X.copy()
+        assert P.matmat(Xb, out=Xb) is Xb
+        np.testing.assert_allclose(Xb, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("per_thread", [None, 4])
+@pytest.mark.parametrize("k", [1, 16, 24])
+def test_bound_matmat_follows_out_update_values_and_the_thread_count(per_thread, k):
+    """After a first ``P @ X`` with k columns binds the SpMM kernel, later products (a new result, a
+    plain ``out``) give ``spmm``'s bits for the same thread count; ``update_values`` and a changed thread
+    count are seen by the next product; X of another dtype or layout takes the full path (oracle columns
+    within the per-row bound)."""
+    rng = np.random.default_rng(24)
+    A = sp.random(1500, 1200, 0.01, format="csr", random_state=rng, dtype=np.float32)
+    X = rng.standard_normal((1200, k)).astype(np.float32)
+
+    def ok(Y, data, X):
+        return all(_within_bound(Y[:, j], A.indptr, A.indices, data, X[:, j]) for j in range(X.shape[1]))
+
+    with chunks(per_thread) if per_thread else contextlib.nullcontext():
+        old_cost = sparse_ops.SERIAL_COST
+        if per_thread:
+            sparse_ops.SERIAL_COST = 1  # row tasks even for this small product
+        try:
+            P = mmvref.prepare(A)
+            first = P @ X
+            assert ok(first, A.data, X) and np.array_equal(first, mmvref.spmm(A, X))
+            out = np.full((1500, k), np.nan, np.float32)
+            assert P.matmat(X, out=out) is out and np.array_equal(out, first)
+            assert np.array_equal(P @ X, first)
+            assert np.array_equal(P @ np.asfortranarray(X), first)  # another layout: the full path
+            assert np.array_equal(P @ X.astype(np.float64), mmvref.spmm(A, X.astype(np.float64)))
+            new = rng.standard_normal(A.nnz).astype(np.float32)
+            P.update_values(new)
+            Y = P @ X
+            assert ok(Y, new, X) and not np.array_equal(Y, first)
+            assert np.array_equal(P.matmat(X, out=out), Y)
+            if numba.config.NUMBA_NUM_THREADS > 1:
+                T = numba.get_num_threads()
+                numba.set_num_threads(1)
+                try:
+                    assert ok(P @ X, new, X)
+                finally:
+                    numba.set_num_threads(T)
+        finally:
+            sparse_ops.SERIAL_COST = old_cost

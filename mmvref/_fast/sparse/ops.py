@@ -51,6 +51,8 @@ from __future__ import annotations
 
 import os
 
+import threading
+
 import numba
 import numpy as np
 
@@ -64,7 +66,7 @@ from . import _portable_spgemm as KG
 from . import _portable_spmm as KM
 from . import _portable_spmv as K
 
-__all__ = ["spmv", "spmm", "spgemm", "spmv_arrays", "spmv_plan", "spmm_arrays", "spmm_tasks", "FloatSpmv"]
+__all__ = ["spmv", "spmm", "spgemm", "spmv_arrays", "spmv_plan", "spmm_arrays", "spmm_tasks", "FloatSpmv", "BoundSpmm"]
 
 #: cost (nonzeros + ROW_COST * rows) per chunk below which fewer chunks are used
 #: (one chunk runs on the calling thread); tests lower it to split rows across
@@ -151,6 +153,12 @@ def spmv_plan(indptr, m, nnz):
     return K.partition(indptr, C, K.ROW_COST)
 
 
+def one_chunk_for_any_threads(m, nnz):
+    """Whether ``spmv_plan`` gives one chunk whatever the thread count: the cost is below two chunks'
+    worth (``_n_chunks``), so a plan made with any thread count holds for every other."""
+    return (nnz + K.ROW_COST * m) // MIN_CHUNK_COST <= 1
+
+
 def spmv_arrays(indptr, indices, data, x, m, n, overflow, plan=None, out=None):
     """y = A x from validated parts (``spmv`` and ``PreparedMatrix.matvec``: one code path): data
     contiguous values, indptr/indices as ``index_arrays`` gives them, x 1-D of length n. ``plan``:
@@ -206,7 +214,7 @@ class FloatSpmv:
     that is not takes the dispatcher). ``__call__(xk, y)`` writes y = A xk, the rows cut by chunk
     borders combined, and returns the kernel's structure flags (umax, bad)."""
 
-    __slots__ = ("indptr", "indices", "data", "R", "E", "C", "rdt", "kernel", "path", "entry")
+    __slots__ = ("indptr", "indices", "data", "R", "E", "C", "rdt", "kernel", "path", "entry", "_scratch")
 
     def __init__(self, indptr, indices, data, R, E):
         self.indptr, self.indices, self.data, self.R, self.E = indptr, indices, data, R, E
@@ -216,6 +224,28 @@ class FloatSpmv:
         long_rows, short_rows = _row_kinds(indptr, R, P.LONG_ROW)
         self.kernel = K.float_kernel(self.C > 1, long_rows, short_rows)
         self.entry = None
+        self._scratch = threading.local()
+
+    def bound(self, xk, y):
+        """y = A xk through the bound entry point (``entry`` set by a first call with ``bind``), for
+        an xk of the kinds that call had: a C-contiguous, aligned, writeable 1-D array of the result
+        dtype (the caller checks), y a C-contiguous array of m elements. The chunks' boundary parts
+        go to scratch arrays of the calling thread (a thread runs one product at a time; their
+        values are written by the kernel before they are read), not four new arrays a call. The
+        structure flags are not returned: a bound matrix was checked before (``PreparedMatrix``)."""
+        sc = getattr(self._scratch, "arrays", None)
+        if sc is None:
+            C = self.C
+            sc = self._scratch.arrays = (np.zeros(C, self.rdt), np.zeros(C, self.rdt), np.zeros(C, np.uint64),
+                                         np.zeros(C, np.bool_))
+        first, last, umax, bad = sc
+        P = self.path
+        self.entry(self.indptr, self.indices, self.data, xk, y, self.R, self.E, first, last, umax, bad, P.GATHER,
+                   P.LONG_ROW, P.SCALAR_SHORT)
+        if self.C == 1:  # row 0 is the chunk's first part (added to 0, as combine does: -0.0 becomes 0.0)
+            y[0] = self.rdt.type(0) + first[0]
+        else:
+            K.combine(y, self.R, first, last)
 
     def __call__(self, xk, y, bind=False):
         C, rdt, P = self.C, self.rdt, self.path
@@ -230,7 +260,11 @@ class FloatSpmv:
         if self.entry is not None and plain_x and xk.dtype == rdt:
             self.entry(*args)
         elif bind and plain_x:
-            key = (self.kernel, tuple(_arg_kind(a) for a in args))
+            # the arguments' Numba types: those of the matrix's arrays, x and y vary; R, E and the
+            # scratch arrays are new C-contiguous arrays of fixed dtypes (given rdt, which data's kind
+            # holds), the last three are the path's constants
+            key = (self.kernel, P, self.R.dtype, self.E.dtype, _arg_kind(self.indptr), _arg_kind(self.indices),
+                   _arg_kind(self.data), _arg_kind(xk), _arg_kind(y))
             entry = _ENTRY_POINTS.get(key)
             if entry is None:
                 self.kernel(*args)  # compiled (or loaded) and run; then its entry point looked up once
@@ -409,10 +443,15 @@ def spmm(A, D, *, overflow="raise"):
     return like_input(spmm_arrays(indptr, indices, data, D, m, n, overflow), src)
 
 
+def spmm_one_task(m, nnz, k):
+    """Whether ``spmm_tasks`` gives one task (the calling thread) whatever the thread count."""
+    return (nnz + m) * k < SERIAL_COST
+
+
 def spmm_tasks(indptr, m, nnz, k):
     """The row tasks of an SpMM with k columns over this structure for the current thread count:
     one task (the calling thread) below SERIAL_COST, else tasks of about equal entries."""
-    if (nnz + m) * k < SERIAL_COST:
+    if spmm_one_task(m, nnz, k):
         return np.array([0, m], np.int64)
     return _tasks(indptr, numba.get_num_threads() * 4)
 
@@ -450,6 +489,39 @@ def spmm_arrays(indptr, indices, data, D, m, n, overflow, tasks=None, out=None):
         if out is not None:
             out[...] = res
     return res if out is None else out
+
+
+class BoundSpmm:
+    """The float SpMM of one checked matrix for k columns of its values' dtype over one set of row
+    tasks: ``spmm_arrays``'s kernel call with its compiled entry point bound (Numba's dispatcher
+    would type ten arguments again on every call: about 3 us, a third of a 1,000-row matrix's
+    product at k = 16). ``PreparedMatrix.matmat`` binds one per k after a first product. ``__call__(X,
+    res)`` writes res (m * k, C-contiguous) = A X for an X of the kinds the binding call had
+    (C-contiguous, aligned, writeable (n, k) of the values' dtype: the caller checks); the same
+    kernel with the same arguments as ``spmm_arrays``: the same bits."""
+
+    __slots__ = ("indptr", "indices", "data", "k", "n", "tasks", "zero", "entry", "threads", "_scratch")
+
+    def __init__(self, indptr, indices, data, n, k, tasks, threads):
+        self.indptr, self.indices, self.data, self.n, self.k, self.tasks = indptr, indices, data, n, k, tasks
+        self.threads = threads  # the thread count the tasks were made for (None: one task for any count)
+        self.zero = data.dtype.type(0)
+        self._scratch = threading.local()
+        kernel = KM.rows_kernel(k, tasks.size > 2)
+        m = indptr.size - 1
+        args = (indptr, indices, data, np.empty(n * k, data.dtype), k, n, np.empty(m * k, data.dtype), tasks,
+                self.zero, np.zeros(tasks.size - 1, np.bool_))
+        sig = tuple(kernel.typeof_pyval(a) for a in args)
+        if sig not in kernel.overloads:
+            kernel.compile(sig)
+        self.entry = kernel.overloads[sig].entry_point
+
+    def __call__(self, X, res):
+        bad = getattr(self._scratch, "bad", None)  # not read: the matrix was checked when it was prepared
+        if bad is None:
+            bad = self._scratch.bad = np.zeros(self.tasks.size - 1, np.bool_)
+        self.entry(self.indptr, self.indices, self.data, X.reshape(-1), self.k, self.n, res, self.tasks, self.zero,
+                   bad)
 
 
 def _spmm_int_result(out, indptr, indices, data, D, rdt, overflow):
@@ -517,12 +589,17 @@ def _structure(ap, ai, ad, bp, bi, bd, m, n, p):
     return prods
 
 
+_UNSIGNED = {4: np.uint32, 8: np.uint64}
+
+
 def _valid_small(indptr, indices, ncols):
     """Offsets non-decreasing (the ends are checked already: 0 and nnz) and column indices in
     [0, ncols): numpy, for small operands."""
-    if indptr.size > 2 and (np.diff(indptr.astype(np.int64, copy=False)) < 0).any():
+    if indptr.size > 2 and (indptr[1:] < indptr[:-1]).any():
         return False
-    return not indices.size or (indices.min() >= 0 and indices.max() < ncols)
+    # one reduction: viewed unsigned (indices are int32 or int64 here, ``index_arrays``), a negative
+    # index is larger than any column count
+    return not indices.size or int(indices.view(_UNSIGNED[indices.dtype.itemsize]).max()) < ncols
 
 
 def _one_index_dtype(*arrays):

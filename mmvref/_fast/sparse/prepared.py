@@ -54,8 +54,10 @@ class PreparedMatrix:
         self.shape = (int(shape[0]), int(shape[1]))
         self.overflow = overflow
         self._lock = threading.Lock()
-        self._spmv = None  # (threads, (R, E), {ops._LEVEL: FloatSpmv of the current values})
+        self._spmv = None  # (threads, (R, E), {ops._LEVEL: FloatSpmv of the current values}, one chunk for any T)
+        self._bound = None  # the bound FloatSpmv of the current plan, values and path (``matvec``'s fast path)
         self._spmm = {}  # (threads, k) -> tasks
+        self._spmm_bound = {}  # k -> ops.BoundSpmm of the current values (``matmat``'s fast path)
         self._transpose = None  # (PreparedMatrix of A^T, permutation of the values)
 
     # ------------------------------------------------------------------ attributes
@@ -86,7 +88,8 @@ class PreparedMatrix:
         plan = self._spmv
         if plan is None or plan[0] != T:  # a changed thread count re-partitions
             m = self.shape[0]
-            plan = self._spmv = (T, ops.spmv_plan(self.indptr, m, self.nnz), {})
+            self._bound = None
+            plan = self._spmv = (T, ops.spmv_plan(self.indptr, m, self.nnz), {}, ops.one_chunk_for_any_threads(m, self.nnz))
         return plan
 
     def _float_spmv(self, plan):
@@ -108,20 +111,36 @@ class PreparedMatrix:
 
     # ------------------------------------------------------------------ products
 
-    @guarded
     def matvec(self, x, out=None):
         """y = A x for x of length n (1-D, or an (n, 1) column as scipy's LinearOperator passes)."""
-        plan = self._spmv
-        if (out is None and type(x) is np.ndarray and x.ndim == 1 and plan is not None and x.dtype == self.data.dtype
-                and x.shape[0] == self.shape[1] and plan[0] == numba.get_num_threads()):
-            # the common call of an iterative solver (a numpy vector of the values' dtype, after a first
-            # call made the bound SpMV): only what it needs, a few microseconds (issue 32: <= 10 us above
-            # the kernel on a 1,000-row matrix)
-            run = plan[2].get(ops._LEVEL)
-            if run is not None and run.data is self.data:
-                y = np.empty(self.shape[0], x.dtype)
-                run(np.ascontiguousarray(x), y)
-                return y
+        run = self._bound
+        if (run is not None and type(x) is np.ndarray and x.ndim == 1 and x.dtype == run.rdt
+                and x.shape[0] == self.shape[1] and ops._LEVEL is None and run.data is self.data):
+            # the common call of an iterative solver, after a first product bound the float SpMV: a
+            # numpy vector of the values' dtype, the result new or in a plain ``out`` (issue 32: <= 10 us
+            # above the kernel on a 1,000-row matrix; ``out=`` no slower than a new result)
+            fl = x.flags
+            if fl.c_contiguous and fl.aligned and fl.writeable:
+                if out is None:
+                    y = np.empty(self.shape[0], run.rdt)
+                elif (type(out) is np.ndarray and out.dtype == run.rdt and out.shape == (self.shape[0],)
+                      and out.flags.c_contiguous and out.flags.writeable and not np.may_share_memory(out, x)):
+                    y = out
+                else:
+                    y = None
+                if y is not None:
+                    if run.C == 1 and self._spmv[3]:
+                        # one chunk for every thread count: the kernel runs on this thread and launches
+                        # nothing, so it needs neither the threading guard nor the thread count
+                        run.bound(x, y)
+                        return y
+                    if self._spmv[0] == numba.get_num_threads():
+                        _bound_parallel(run, x, y)
+                        return y
+        return self._guarded_matvec(x, out)
+
+    @guarded
+    def _guarded_matvec(self, x, out):
         return self._matvec(x, out)
 
     def _matvec(self, x, out):
@@ -137,21 +156,54 @@ class PreparedMatrix:
             raise ValueError(f"x has length {x.shape[0]} but the matrix has {n} columns (shape {(m, n)})")
         rdt = result_dtype(np.result_type(self.data.dtype, x.dtype))
         buf = _out(out, (m,), rdt)
+        if buf is not None and np.may_share_memory(buf, x):
+            buf = None  # out overlaps x, which the kernels still read: a new result, then copied
         plan = self._spmv_plan()
         if rdt == self.data.dtype and rdt.kind == "f" and m and self.nnz:
             # the float SpMV bound to this matrix and chunking (``ops.FloatSpmv``, as spmv runs it);
             # the structure was checked by prepare, so the kernel's flags are not read again
             y = np.empty(m, rdt) if buf is None else buf
-            self._float_spmv(plan)(np.ascontiguousarray(x, dtype=rdt), y, bind=True)
+            run = self._float_spmv(plan)
+            run(np.ascontiguousarray(x, dtype=rdt), y, bind=True)
+            if run.entry is not None and ops._LEVEL is None:
+                self._bound = run
         else:
             y = ops.spmv_arrays(self.indptr, self.indices, self.data, x, m, n, self.overflow, plan[1], buf)
+        if out is not None:
+            if y is not out:
+                out[...] = y
+            return out
         if column:
             y = y.reshape(m, 1)
-        return y if out is not None else like_input(y, src)
+        return like_input(y, src)
 
-    @guarded
     def matmat(self, X, out=None):
         """Y = A X for a dense X of n rows (2-D)."""
+        if type(X) is np.ndarray and X.ndim == 2 and X.dtype == self.data.dtype and X.shape[0] == self.shape[1]:
+            run = self._spmm_bound.get(X.shape[1])
+            fl = X.flags
+            if run is not None and fl.c_contiguous and fl.aligned and fl.writeable and run.data is self.data:
+                # a float X of the values' dtype after a first product with k columns bound the kernel
+                # (``ops.BoundSpmm``): the kernel's call and nothing else it does not need
+                m, k = self.shape[0], X.shape[1]
+                if out is None:
+                    res = np.empty(m * k, X.dtype)
+                elif (type(out) is np.ndarray and out.dtype == X.dtype and out.shape == (m, k)
+                      and out.flags.c_contiguous and out.flags.writeable and not np.may_share_memory(out, X)):
+                    res = out.reshape(-1)
+                else:
+                    res = None
+                if res is not None:
+                    if run.threads is None:  # one task: runs on this thread, launches nothing (see matvec)
+                        run(X, res)
+                        return res.reshape(m, k) if out is None else out
+                    if run.threads == numba.get_num_threads():
+                        _bound_parallel(run, X, res)
+                        return res.reshape(m, k) if out is None else out
+        return self._guarded_matmat(X, out)
+
+    @guarded
+    def _guarded_matmat(self, X, out):
         src = X
         m, n = self.shape
         X = as_values(to_numpy(X, "X"), "X", ndim=2)
@@ -159,9 +211,24 @@ class PreparedMatrix:
             raise ValueError(f"X must have {n} rows (the matrix has {n} columns), got shape {X.shape}")
         rdt = result_dtype(np.result_type(self.data.dtype, X.dtype))
         buf = _out(out, (m, X.shape[1]), rdt)
-        tasks = self._spmm_tasks(X.shape[1])
+        if buf is not None and np.may_share_memory(buf, X):
+            buf = None  # out overlaps X, which the kernels still read: a new result, then copied
+        k = X.shape[1]
+        tasks = self._spmm_tasks(k)
         Y = ops.spmm_arrays(self.indptr, self.indices, self.data, X, m, n, self.overflow, tasks, buf)
-        return Y if out is not None else like_input(Y, src)
+        fl = X.flags
+        if (rdt == self.data.dtype and rdt.kind == "f" and X.dtype == rdt and m and k and self.nnz
+                and fl.c_contiguous and fl.aligned and fl.writeable):  # the kinds the fast path takes (and
+            # the kernel just compiled for: binding adds no compilation)
+            threads = None if ops.spmm_one_task(m, self.nnz, k) else numba.get_num_threads()
+            run = self._spmm_bound.get(k)
+            if run is None or run.threads != threads:  # first product with k columns, or a new thread count
+                self._spmm_bound[k] = ops.BoundSpmm(self.indptr, self.indices, self.data, n, k, tasks, threads)
+        if out is not None:
+            if Y is not out:
+                out[...] = Y
+            return out
+        return like_input(Y, src)
 
     def __matmul__(self, other):
         nd = getattr(other, "ndim", None)
@@ -207,6 +274,8 @@ class PreparedMatrix:
                              f"pattern), got shape {new.shape}; a new pattern needs mmvref.prepare")
         with self._lock:
             self.data = new
+            self._bound = None
+            self._spmm_bound = {}
             if self._spmv is not None:
                 self._spmv[2].clear()
             t = self._transpose
@@ -224,6 +293,16 @@ class PreparedMatrix:
         dtype = result_dtype(self.data.dtype)
         return LinearOperator(self.shape, matvec=self.matvec, rmatvec=self.rmatvec, matmat=self.matmat,
                               rmatmat=self.rmatmat, dtype=dtype)
+
+
+@guarded
+def _bound_parallel(run, x, y):
+    """A bound product (``ops.FloatSpmv.bound``, ``ops.BoundSpmm``) whose plan has several chunks or
+    tasks: the parallel kernel's launch passes the threading guard, as every public op's does."""
+    if isinstance(run, ops.FloatSpmv):
+        run.bound(x, y)
+    else:
+        run(x, y)
 
 
 def _out(out, shape, rdt):
