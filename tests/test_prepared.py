@@ -433,3 +433,28 @@ def test_bound_matmat_follows_out_update_values_and_the_thread_count(per_thread,
                     numba.set_num_threads(T)
         finally:
             sparse_ops.SERIAL_COST = old_cost
+
+
+def test_a_new_matrix_binds_its_spmm_kernel_without_typing_its_arguments(monkeypatch):
+    """``P @ X``'s first product binds the SpMM kernel (``ops.BoundSpmm``) by one lookup of its
+    arguments' kinds once a matrix with the same kinds was bound in the process (Numba's typeof of
+    the ten arguments is not called again); later products are the plain-loop oracle's within the
+    per-row bound."""
+    rng = np.random.default_rng(25)
+    X = rng.standard_normal((200, 16)).astype(np.float32)
+
+    def matrix(seed):
+        return sp.random(300, 200, density=0.03, format="csr", random_state=np.random.default_rng(seed),
+                         dtype=np.float32)
+
+    mmvref.prepare(matrix(0)) @ X  # binds by typing its arguments
+    typed = []
+    monkeypatch.setattr(numba.core.dispatcher.Dispatcher, "typeof_pyval",
+                        lambda self, v: typed.append(v) or numba.typeof(v))
+    for seed in (1, 2):
+        A = matrix(seed)
+        P = mmvref.prepare(A)
+        for _ in range(2):
+            Y = P @ X
+            assert all(_within_bound(Y[:, j], A.indptr, A.indices, A.data, X[:, j]) for j in range(16))
+    assert typed == []

@@ -280,8 +280,9 @@ class FloatSpmv:
 
 
 #: (kernel, kinds of its arguments) -> the compiled entry point: a prepared matrix's first product
-#: binds by a lookup here (Numba's typeof of fourteen arguments took 90 us, 8 of the 1,000-row
-#: matrix's products, on every new matrix; now once per process and kind of arguments)
+#: (``FloatSpmv``, ``BoundSpmm``) binds by a lookup here (Numba's typeof of fourteen arguments took
+#: 90 us, 8 of the 1,000-row matrix's products, on every new matrix; now once per process and kind
+#: of arguments)
 _ENTRY_POINTS = {}
 
 
@@ -508,13 +509,20 @@ class BoundSpmm:
         self.zero = data.dtype.type(0)
         self._scratch = threading.local()
         kernel = KM.rows_kernel(k, tasks.size > 2)
-        m = indptr.size - 1
-        args = (indptr, indices, data, np.empty(n * k, data.dtype), k, n, np.empty(m * k, data.dtype), tasks,
-                self.zero, np.zeros(tasks.size - 1, np.bool_))
-        sig = tuple(kernel.typeof_pyval(a) for a in args)
-        if sig not in kernel.overloads:
-            kernel.compile(sig)
-        self.entry = kernel.overloads[sig].entry_point
+        # the arguments' Numba types vary with the matrix's arrays only (X, the result and the flags
+        # are plain arrays of fixed kinds, k and n Python ints): typed once per process and kinds
+        # (typing the ten arguments costs 60 us, six products of the 1,000-row matrix at k = 16)
+        key = (kernel, _arg_kind(indptr), _arg_kind(indices), _arg_kind(data), tasks.dtype)
+        entry = _ENTRY_POINTS.get(key)
+        if entry is None:
+            m = indptr.size - 1
+            args = (indptr, indices, data, np.empty(n * k, data.dtype), k, n, np.empty(m * k, data.dtype), tasks,
+                    self.zero, np.zeros(tasks.size - 1, np.bool_))
+            sig = tuple(kernel.typeof_pyval(a) for a in args)
+            if sig not in kernel.overloads:
+                kernel.compile(sig)
+            entry = _ENTRY_POINTS[key] = kernel.overloads[sig].entry_point
+        self.entry = entry
 
     def __call__(self, X, res):
         bad = getattr(self._scratch, "bad", None)  # not read: the matrix was checked when it was prepared
