@@ -496,7 +496,7 @@ class BoundSpmm:
     """The float SpMM of one checked matrix for k columns of its values' dtype over one set of row
     tasks: ``spmm_arrays``'s kernel call with its compiled entry point bound (Numba's dispatcher
     would type ten arguments again on every call: about 3 us, a third of a 1,000-row matrix's
-    product at k = 16). ``PreparedMatrix.matmat`` binds one per k after a first product. ``__call__(X,
+    product at k = 16). ``PreparedMatrix.matmat`` binds one per k after a first product. ``bound(X,
     res)`` writes res (m * k, C-contiguous) = A X for an X of the kinds the binding call had
     (C-contiguous, aligned, writeable (n, k) of the values' dtype: the caller checks); the same
     kernel with the same arguments as ``spmm_arrays``: the same bits."""
@@ -524,7 +524,7 @@ class BoundSpmm:
             entry = _ENTRY_POINTS[key] = kernel.overloads[sig].entry_point
         self.entry = entry
 
-    def __call__(self, X, res):
+    def bound(self, X, res):
         bad = getattr(self._scratch, "bad", None)  # not read: the matrix was checked when it was prepared
         if bad is None:
             bad = self._scratch.bad = np.zeros(self.tasks.size - 1, np.bool_)

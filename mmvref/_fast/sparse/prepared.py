@@ -121,15 +121,9 @@ class PreparedMatrix:
             # above the kernel on a 1,000-row matrix; ``out=`` no slower than a new result)
             fl = x.flags
             if fl.c_contiguous and fl.aligned and fl.writeable:
-                if out is None:
-                    y = np.empty(self.shape[0], run.rdt)
-                elif (type(out) is np.ndarray and out.dtype == run.rdt and out.shape == (self.shape[0],)
-                      and out.flags.c_contiguous and out.flags.writeable and not np.may_share_memory(out, x)):
-                    y = out
-                else:
-                    y = None
+                y = np.empty(self.shape[0], run.rdt) if out is None else _plain_out(out, (self.shape[0],), x)
                 if y is not None:
-                    if run.C == 1 and self._spmv[3]:
+                    if self._spmv[3]:
                         # one chunk for every thread count: the kernel runs on this thread and launches
                         # nothing, so it needs neither the threading guard nor the thread count
                         run.bound(x, y)
@@ -186,20 +180,15 @@ class PreparedMatrix:
                 # a float X of the values' dtype after a first product with k columns bound the kernel
                 # (``ops.BoundSpmm``): the kernel's call and nothing else it does not need
                 m, k = self.shape[0], X.shape[1]
-                if out is None:
-                    res = np.empty(m * k, X.dtype)
-                elif (type(out) is np.ndarray and out.dtype == X.dtype and out.shape == (m, k)
-                      and out.flags.c_contiguous and out.flags.writeable and not np.may_share_memory(out, X)):
-                    res = out.reshape(-1)
-                else:
-                    res = None
-                if res is not None:
+                Y = np.empty((m, k), X.dtype) if out is None else _plain_out(out, (m, k), X)
+                if Y is not None:
+                    res = Y.reshape(-1)
                     if run.threads is None:  # one task: runs on this thread, launches nothing (see matvec)
-                        run(X, res)
-                        return res.reshape(m, k) if out is None else out
+                        run.bound(X, res)
+                        return Y
                     if run.threads == numba.get_num_threads():
                         _bound_parallel(run, X, res)
-                        return res.reshape(m, k) if out is None else out
+                        return Y
         return self._guarded_matmat(X, out)
 
     @guarded
@@ -297,12 +286,18 @@ class PreparedMatrix:
 
 @guarded
 def _bound_parallel(run, x, y):
-    """A bound product (``ops.FloatSpmv.bound``, ``ops.BoundSpmm``) whose plan has several chunks or
+    """``run.bound(x, y)`` (``ops.FloatSpmv``, ``ops.BoundSpmm``) for a plan of several chunks or
     tasks: the parallel kernel's launch passes the threading guard, as every public op's does."""
-    if isinstance(run, ops.FloatSpmv):
-        run.bound(x, y)
-    else:
-        run(x, y)
+    run.bound(x, y)
+
+
+def _plain_out(out, shape, src):
+    """``out`` when the bound kernels can write it as it is (a C-contiguous, writeable ndarray of
+    ``shape`` and src's dtype, not overlapping src), else None: the full path validates it."""
+    if (type(out) is np.ndarray and out.dtype == src.dtype and out.shape == shape and out.flags.c_contiguous
+            and out.flags.writeable and not np.may_share_memory(out, src)):
+        return out
+    return None
 
 
 def _out(out, shape, rdt):
