@@ -139,7 +139,8 @@ def test_spmv_specialized_kernel_equals_every_path_kernel(kind, dtype, chunks):
         y = np.full(m, np.nan, dtype)
         first, last = np.zeros(C, dtype), np.zeros(C, dtype)
         umax, bad = np.zeros(C, np.uint64), np.zeros(C, np.bool_)
-        kernel(indptr, indices, data, x, y, R, E, first, last, umax, bad, P.GATHER, P.LONG_ROW, P.SCALAR_SHORT)
+        kernel(indptr, indices, data, x, y, R, E, first, last, umax, bad, P.GATHER, P.LONG_ROW, P.SCALAR_SHORT,
+               np.zeros(0, np.int64), 0)
         got.append((y, first, last, umax, bad))
     for a, b in zip(*got):
         np.testing.assert_array_equal(a, b)

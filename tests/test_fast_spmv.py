@@ -596,7 +596,7 @@ def test_avx2_path_reads_x_with_gather_instructions(index_dtype, dtype, mnemonic
 
     a = lambda dt: np.zeros(1, dt)  # noqa: E731 - argument types only
     args = (a(np.int64), a(index_dtype), a(dtype), a(dtype), a(dtype), a(np.int64), a(np.int64), a(dtype),
-            a(dtype), a(np.uint64), a(np.bool_), _spmv_avx2.GATHER, 8, True)
+            a(dtype), a(np.uint64), a(np.bool_), _spmv_avx2.GATHER, 8, True, a(np.int64), 0)
     sig = tuple(typeof(v) for v in args)
     fresh = numba.njit(K.float_rows_serial.py_func)  # uncached: a cached library keeps no assembly
     fresh.compile(sig)

@@ -458,3 +458,131 @@ def test_a_new_matrix_binds_its_spmm_kernel_without_typing_its_arguments(monkeyp
             Y = P @ X
             assert all(_within_bound(Y[:, j], A.indptr, A.indices, A.data, X[:, j]) for j in range(16))
     assert typed == []
+
+
+# ----------------------------------------------------------------------------- the short-row batches' plan
+
+def _batches_of_chunks(indptr, R, long_row):
+    """Per chunk, the short-row batches the float kernel walks (plain Python): (end row q, ...) of
+    each batch of its whole rows R[c]+1 .. R[c+1]-1 holding at most BATCH entries (one row longer
+    than BATCH a batch of its own); [] for a chunk whose whole rows are long."""
+    from mmvref._fast.sparse import _portable_spmv as K
+
+    out = []
+    for c in range(R.size - 1):
+        ra, rb = int(R[c]) + 1, int(R[c + 1])
+        qs = []
+        if ra < rb and int(indptr[rb]) - int(indptr[ra]) < long_row * (rb - ra):
+            t = ra
+            while t < rb:
+                lo = int(indptr[t])
+                q = max(r for r in range(t, rb + 1) if int(indptr[r]) - lo <= K.BATCH)
+                qs.append(q if q > t else t)
+                t = q if q > t else t + 1
+        out.append(qs)
+    return out
+
+
+@st.composite
+def _banded_and_scattered_rows(draw):
+    """(indptr, indices, n): runs of rows of one kind: regular short rows in a band (the scalar
+    batches), short rows of scattered columns and varying length (the two-phase batches), empty
+    rows, and rows of BATCH / 2 + 1 entries (one a batch: the most batches per entry) or of more
+    than BATCH (a batch of their own); enough entries for several batches per chunk."""
+    from mmvref._fast.sparse import _portable_spmv as K
+
+    n = 5000
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    lens, cols = [], []
+    for _ in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(["band", "scattered", "empty", "half", "giant"]))
+        rows = {"band": 3000, "scattered": 2000, "empty": 50, "half": 3, "giant": 1}[kind]
+        rows = draw(st.integers(1, rows))
+        for r in range(rows):
+            if kind == "band":
+                k = int(rng.integers(3, 6))
+                c0 = (len(lens) * 3) % (n - 8)
+                cols.append(np.arange(c0, c0 + k))
+            elif kind == "scattered":
+                k = int(rng.integers(0, 12))
+                cols.append(rng.integers(0, n, k))
+            elif kind == "empty":
+                k = 0
+                cols.append(np.zeros(0, np.int64))
+            else:
+                k = K.BATCH // 2 + 1 if kind == "half" else K.BATCH + int(rng.integers(1, 50))
+                cols.append(rng.integers(0, n, k))
+            lens.append(k)
+    indptr = np.r_[0, np.cumsum(lens)].astype(np.int64)
+    indices = np.concatenate(cols).astype(np.int32) if cols else np.zeros(0, np.int32)
+    return indptr, indices, n
+
+
+@settings(max_examples=12, deadline=None)
+@given(mat=_banded_and_scattered_rows(), n_chunks=st.integers(1, 9), dtype=st.sampled_from(["float32", "float64"]))
+def test_batch_plan_is_recorded_in_each_chunks_slots_and_replayed_bit_for_bit(mat, n_chunks, dtype):
+    """The float kernel's three batch modes on the same chunks: planning each batch (mode 0, as
+    ``spmv``), recording the plan (1) and replaying it (2, a prepared matrix's later products) give
+    the same bits; the recorded plan holds each chunk's batches (end rows from a plain walk) in that
+    chunk's own slots, so no chunk writes another's."""
+    from mmvref._fast.sparse import _portable_spmv as K
+
+    indptr, indices, n = mat
+    m, nnz = indptr.size - 1, int(indptr[-1])
+    rng = np.random.default_rng(1)
+    data = rng.standard_normal(nnz).astype(dtype)
+    x = rng.standard_normal(n).astype(dtype)
+    if n_chunks == 1:
+        R, E = np.array([0, m], np.int64), np.array([0, nnz], np.int64)
+    else:
+        R, E = K.partition(indptr, n_chunks, K.ROW_COST)
+    P = sparse_ops._path()
+    C = R.size - 1
+    kernel = K.float_rows if C > 1 else K.float_rows_serial
+    size = K.batch_plan_size(nnz, C)
+    plan = np.full(size, -1, np.int64)
+    got = []
+    for mode in (0, 1, 2):
+        y = np.full(m, np.nan, dtype)
+        first, last = np.zeros(C, dtype), np.zeros(C, dtype)
+        umax, bad = np.zeros(C, np.uint64), np.zeros(C, np.bool_)
+        kernel(indptr, indices, data, x, y, R, E, first, last, umax, bad, P.GATHER, P.LONG_ROW, P.SCALAR_SHORT,
+               plan if mode else np.zeros(0, np.int64), mode)
+        assert not bad.any()
+        got.append((y, first, last))
+        if mode == 1:
+            recorded = plan.copy()
+    for a, b in zip(got[0], got[1]):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(got[0], got[2]):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(plan, recorded)  # replaying writes nothing
+    walked = _batches_of_chunks(indptr, R, P.LONG_ROW)
+    for c in range(C):
+        lo = (2 * int(E[c])) // K.BATCH + 3 * c
+        hi = (2 * int(E[c + 1])) // K.BATCH + 3 * (c + 1) if c + 1 < C else size
+        qs = walked[c]
+        assert len(qs) <= hi - lo
+        assert list(recorded[lo:lo + len(qs)] >> 1) == qs
+        assert (recorded[lo + len(qs):hi] == -1).all()
+
+
+def test_prepared_products_replay_the_plan_and_equal_spmv():
+    """A prepared matrix's first product records the plan (mode 1), the later ones replay it
+    (mode 2), bound or through the dispatcher (a strided x), and every one equals ``spmv``."""
+    rng = np.random.default_rng(5)
+    side = 150
+    T = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(side, side))
+    A = (sp.kron(sp.identity(side), T) + sp.kron(T, sp.identity(side))).tocsr()  # banded: scalar batches
+    B = sp.random(side * side, side * side, density=4 / (side * side), format="csr", random_state=3)  # two-phase
+    for M in (A, sp.vstack([A, B]).tocsr()):
+        x = rng.standard_normal(M.shape[1])
+        with chunks(3):
+            want = mmvref.spmv(M, x)
+            P = mmvref.prepare(M)
+            run_modes = []
+            for xi in (x, x, np.repeat(x, 2)[::2], x):
+                np.testing.assert_array_equal(P @ xi, want)
+                run_modes.append(P._spmv[2][sparse_ops._LEVEL].batch_mode)
+        assert run_modes == [2, 2, 2, 2]
+        assert (P._spmv[2][sparse_ops._LEVEL].batches > 0).any()

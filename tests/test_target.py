@@ -189,7 +189,7 @@ _COMPILE_ONLY = """
     for it in (types.int32, types.int64):
         for ft in (types.float32, types.float64):
             K.float_rows.compile((a(i64), a(it), a(ft), a(ft), a(ft), a(i64), a(i64), a(ft), a(ft),
-                                  a(types.uint64), a(b), typeof(P.GATHER), i64, b))
+                                  a(types.uint64), a(b), typeof(P.GATHER), i64, b, a(i64), i64))
     print("compiled")
 """
 

@@ -214,9 +214,12 @@ class FloatSpmv:
     that is not takes the dispatcher). ``__call__(xk, y)`` writes y = A xk, the rows cut by chunk
     borders combined, and returns the kernel's structure flags (umax, bad)."""
 
-    __slots__ = ("indptr", "indices", "data", "R", "E", "C", "rdt", "kernel", "path", "entry", "_scratch")
+    __slots__ = ("indptr", "indices", "data", "R", "E", "C", "rdt", "kernel", "path", "entry", "_scratch",
+                 "batches", "batch_mode")
 
-    def __init__(self, indptr, indices, data, R, E):
+    def __init__(self, indptr, indices, data, R, E, plan_batches=False):
+        """``plan_batches`` (a matrix whose structure was checked: ``PreparedMatrix``): the first call
+        records the short-row batches' plan (``float_rows``'s ``batches``) and later calls replay it."""
         self.indptr, self.indices, self.data, self.R, self.E = indptr, indices, data, R, E
         self.C = R.size - 1
         self.rdt = data.dtype
@@ -225,6 +228,9 @@ class FloatSpmv:
         self.kernel = K.float_kernel(self.C > 1, long_rows, short_rows)
         self.entry = None
         self._scratch = threading.local()
+        planned = plan_batches and short_rows
+        self.batches = np.zeros(K.batch_plan_size(E[-1], self.C) if planned else 0, np.int64)
+        self.batch_mode = 1 if planned else 0  # 2 once a call has recorded the plan
 
     def bound(self, xk, y):
         """y = A xk through the bound entry point (``entry`` set by a first call with ``bind``), for
@@ -241,7 +247,7 @@ class FloatSpmv:
         first, last, umax, bad = sc
         P = self.path
         self.entry(self.indptr, self.indices, self.data, xk, y, self.R, self.E, first, last, umax, bad, P.GATHER,
-                   P.LONG_ROW, P.SCALAR_SHORT)
+                   P.LONG_ROW, P.SCALAR_SHORT, self.batches, self.batch_mode)
         if self.C == 1:  # row 0 is the chunk's first part (added to 0, as combine does: -0.0 becomes 0.0)
             y[0] = self.rdt.type(0) + first[0]
         else:
@@ -253,8 +259,9 @@ class FloatSpmv:
         last = np.zeros(C, dtype=rdt)
         umax = np.zeros(C, dtype=np.uint64)
         bad = np.zeros(C, dtype=np.bool_)
+        mode = self.batch_mode
         args = (self.indptr, self.indices, self.data, xk, y, self.R, self.E, first, last, umax, bad, P.GATHER,
-                P.LONG_ROW, P.SCALAR_SHORT)
+                P.LONG_ROW, P.SCALAR_SHORT, self.batches, mode)
         fl = xk.flags
         plain_x = fl.c_contiguous and fl.aligned and fl.writeable and xk.ndim == 1
         if self.entry is not None and plain_x and xk.dtype == rdt:
@@ -275,6 +282,8 @@ class FloatSpmv:
             self.entry = entry
         else:
             self.kernel(*args)
+        if mode == 1:
+            self.batch_mode = 2  # the plan is recorded: later calls (and the bound ones) replay it
         _combine(y, self.R, first, last)
         return umax, bad
 

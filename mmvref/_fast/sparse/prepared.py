@@ -6,7 +6,8 @@ What ``spmv`` and ``spmm`` decide from the structure alone is decided here once 
 dtype (int32 where the matrix fits), the structure check (offsets in order, column indices in range),
 the chunks of the SpMV for the thread count (``ops.spmv_plan``: a merge-path split of rows and
 entries into chunks of about equal cost; rows cut by a chunk border are combined from the chunks'
-parts), the float SpMV bound to them (``ops.FloatSpmv``), the SpMM's row tasks per column count, and, on the first
+parts), the float SpMV bound to them (``ops.FloatSpmv``, whose first product records the plan of its
+short-row batches for the later ones to replay), the SpMM's row tasks per column count, and, on the first
 ``rmatvec``, the transpose (its structure and the permutation that carries values over). Each
 product then runs the same code as ``spmv`` / ``spmm`` (``ops.spmv_arrays`` / ``ops.spmm_arrays``),
 so it gives the same bits as they do with the same thread count.
@@ -99,7 +100,7 @@ class PreparedMatrix:
         run = plan[2].get(key)
         if run is None or run.data is not self.data:
             R, E = plan[1]
-            run = plan[2][key] = ops.FloatSpmv(self.indptr, self.indices, self.data, R, E)
+            run = plan[2][key] = ops.FloatSpmv(self.indptr, self.indices, self.data, R, E, plan_batches=True)
         return run
 
     def _spmm_tasks(self, k):
