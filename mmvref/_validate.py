@@ -48,6 +48,31 @@ def native_order(a):
     return a
 
 
+class _ReadableAlias:
+    """Holds a read-only array and presents its memory as writeable (``read_only_as_writeable``)."""
+
+    __slots__ = ("base", "__array_interface__")
+
+    def __init__(self, a):
+        self.base = a
+        face = dict(a.__array_interface__)
+        face["data"] = (face["data"][0], False)
+        self.__array_interface__ = face
+
+
+def read_only_as_writeable(a):
+    """A read-only ndarray input as a view of the same memory that is not flagged read-only;
+    anything else unchanged. Numba's array type carries the read-only flag, so a read-only input
+    (a Dask chunk received from another worker, ``np.broadcast_to``, a memory map opened for
+    reading) compiled a second specialization of every kernel it reached (1-3 s a kernel on a first
+    call, and not in the cache ``python -m mmvref precompile`` fills). The kernels never write their
+    inputs and no op returns a view of one (tests/test_bad_input.py checks both), so the flag only
+    cost compilation. Inputs only: never for ``out=``."""
+    if isinstance(a, np.ndarray) and not a.flags.writeable:
+        return np.asarray(_ReadableAlias(a))
+    return a
+
+
 def plain_ndarray(a, name):
     """An ndarray subclass as a plain ndarray view (no copy): ``np.matrix`` keeps two dimensions
     through ``reshape(-1)`` and ``np.cumsum`` flattens it, so the ops see its data as a base-class
@@ -72,12 +97,13 @@ _TORCH_NUMPY = ("bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "u
 def to_numpy(a, name: str):
     """The one boundary of the public ops: a torch CPU tensor as a numpy array
     (shared memory, no copy); a numpy array in native byte order (a non-native
-    one is converted once, here); anything else unchanged.
+    one is converted once, here) and not flagged read-only (``read_only_as_writeable``);
+    anything else unchanged. Inputs only (``out=``: ``_policy.check_out``).
 
     A tensor of a dtype numpy cannot hold (bfloat16, float8, ...) raises
     TypeError naming the argument; the op then checks its own dtypes."""
     if not is_tensor(a):
-        return native_order(a)
+        return read_only_as_writeable(native_order(a))
     if a.device.type != "cpu":
         raise ValueError(f"{name} is a torch tensor on {a.device}; the CPU ops take CPU tensors "
                          f"(use {name}.cpu(), or the npu backends for device tensors)")
@@ -91,14 +117,14 @@ def to_numpy(a, name: str):
 
 def _asarray(a, name, empty_dtype=None):
     if isinstance(a, np.ndarray):
-        return native_order(plain_ndarray(a, name))
+        return read_only_as_writeable(native_order(plain_ndarray(a, name)))
     if empty_dtype is not None and isinstance(a, (list, tuple, range)) and len(a) == 0:
         return np.zeros(0, dtype=empty_dtype)  # np.asarray([]) would be float64
     if is_tensor(a):
         return to_numpy(a, name)  # the one torch boundary (dtype checks, CPU only)
     if hasattr(a, "__array__") or isinstance(a, (list, tuple, range)):
         try:
-            return native_order(np.asarray(a))
+            return read_only_as_writeable(native_order(np.asarray(a)))
         except Exception as exc:  # numpy's own message is kept
             raise TypeError(f"{name}: cannot convert {type(a).__name__} to an array: {exc}") from exc
     if np.isscalar(a):

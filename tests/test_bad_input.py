@@ -465,3 +465,93 @@ def test_conformance_refuses_zero_examples():
     r = subprocess.run([sys.executable, "-m", "conformance", "--max-examples", "0"], capture_output=True, text=True)
     assert r.returncode == 2
     assert "--max-examples" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+# ----------------------------------------------------------------------------- read-only inputs
+
+def _read_only(a):
+    if isinstance(a, np.ndarray):
+        b = a.copy()
+        b.flags.writeable = False
+        return b
+    if hasattr(a, "indptr"):  # a scipy CSR matrix: its three arrays read-only
+        import scipy.sparse as sp
+
+        m = sp.csr_matrix((_read_only(a.data), _read_only(a.indices), _read_only(a.indptr)), shape=a.shape)
+        assert not m.data.flags.writeable and not m.indices.flags.writeable
+        return m
+    return a
+
+
+def _read_only_calls():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    n = 1000
+    x = rng.integers(-5, 6, n).astype(np.float32)
+    x2 = rng.integers(-5, 6, (n, 8)).astype(np.float32)
+    xi = rng.integers(-5, 6, n).astype(np.int32)
+    flags = np.zeros(n, np.uint8)
+    flags[::7] = 1
+    indptr = np.arange(0, n + 1, 10, dtype=np.int64)
+    index = np.sort(rng.integers(0, 100, n))
+    mask = x > 0
+    A = sp.random(n, n, 0.01, format="csr", random_state=0, dtype=np.float32)
+    xs = rng.random(n).astype(np.float32)
+    return {
+        "scan": (mmvref.scan, (xi,)),
+        "segmented_scan": (mmvref.segmented_scan, (x, flags)),
+        "segmented_sum": (mmvref.segmented_sum, (xi, flags)),
+        "segment_sum_csr": (mmvref.segment_sum_csr, (x, indptr)),
+        "segment_csr": (lambda a, p: mmvref.segment_csr(a, p, reduce="max"), (x2, indptr)),
+        "segment_coo": (mmvref.segment_coo, (x2, index)),
+        "scatter": (lambda a, i: mmvref.scatter(a, i, reduce="mean"), (x2, index)),
+        "gather_csr": (mmvref.gather_csr, (x2[:100], indptr)),
+        "compress": (mmvref.compress, (x, mask)),
+        "compress_ind": (mmvref.compress_ind, (x, mask)),
+        "spmv": (mmvref.spmv, (A, xs)),
+        "spmm": (mmvref.spmm, (A, x2)),
+        "prepare": (lambda M, v: mmvref.prepare(M) @ v, (A, xs)),
+        "radix_sort": (mmvref.radix_sort, (xi,)),
+        "topk": (lambda a: mmvref.topk(a, 10), (x,)),
+        "split": (mmvref.split, (x, mask)),
+    }
+
+
+@pytest.mark.parametrize("op", list(_read_only_calls()))
+def test_read_only_inputs_compile_nothing_more_and_are_never_returned(op, monkeypatch):
+    """Read-only inputs take the kernels the writeable ones compiled (Numba's array type carries
+    the flag: without the boundary's writeable view each read-only input compiled every kernel
+    again); the inputs keep their values, and no result is a view of one (the writeable view
+    must not escape). A dispatcher that finds no compiled specialization for its arguments calls
+    ``_compile_for_args`` (to compile, or to load from Numba's cache): none may be called."""
+    from numba.core import dispatcher
+
+    fn, args = _read_only_calls()[op]
+    want = fn(*args)
+    ro = tuple(_read_only(a) for a in args)
+    before = [a.copy() if isinstance(a, np.ndarray) else a for a in ro]
+    missed = []
+    original = dispatcher.Dispatcher._compile_for_args
+
+    def recording(self, *a, **kw):
+        missed.append(self.py_func.__qualname__)
+        return original(self, *a, **kw)
+
+    monkeypatch.setattr(dispatcher.Dispatcher, "_compile_for_args", recording)
+    fn(*args)  # the check itself sees the writeable call's kernels as found
+    assert missed == []
+    got = fn(*ro)
+    assert missed == []
+    results = got if isinstance(got, tuple) else (got,)
+    for w, g in zip(want if isinstance(want, tuple) else (want,), results):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+    arrays = [a for a in ro if isinstance(a, np.ndarray)] + [
+        b for a in ro if hasattr(a, "indptr") for b in (a.data, a.indices, a.indptr)]
+    for r in results:
+        for a in arrays:
+            assert not np.shares_memory(np.asarray(r), a)
+    for a, b in zip(ro, before):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, b)
+            assert not a.flags.writeable
