@@ -122,8 +122,8 @@ _VEC_BITS = _vec_bits()
 #: AVX-512: a row of 48-63 entries is three or four 16-lane float32 gathers, the last mostly
 #: masked; its batches (scalar loads where the columns span a window) measured faster on the
 #: 2-vCPU AVX-512 Zen 4 VM: attention b-4 r-8 (60 entries a row) 0.91 -> 0.64 ms float32, 0.86 ->
-#: 0.78 ms float64; random rows of 40-70 entries over 64k-1M columns within noise (0.93-1.09x);
-#: every matrix whose rows average under 48 or over 64 unchanged
+#: 0.78 ms float64; random rows of 40-70 entries 0.91-1.11x over 64k-1M columns (noise), 1.23-1.25x
+#: over 8k columns; every matrix whose rows average under 48 or over 64 unchanged
 LONG_ROW = 64 if _VEC_BITS >= 512 else 48
 #: batches of short rows of (nearly) one length by scalar loads (see ``_scalar_rows``) rather than
 #: two phases: on targets without AVX-512 an 8-lane gather costs more than 8 scalar loads
