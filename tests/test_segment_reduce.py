@@ -674,6 +674,40 @@ def test_one_column_vector_steps(reduce, dt, batches):
         assert np.signbit(mmvref.segment_csr(x[-1], _indptr([1, E - 1], "int64"))[0])
 
 
+@pytest.mark.parametrize("reduce", ["min", "max"])
+@pytest.mark.parametrize("dt", ["float16", "float32", "float64"])
+def test_min_max_keep_the_first_of_tied_zeros_with_or_without_positions(reduce, dt):
+    """+0.0 and -0.0 compare equal: a min/max whose result is zero gives the first zero's bits (the
+    in-order rule of the plain-loop oracle), the same bits with return_arg and without, whichever
+    kernel runs (the one-column vector steps read many positions at once), and the same from
+    torch_scatter's segment_csr as from its segment_min/max_csr."""
+    torch = pytest.importorskip("torch")
+    from mmvref import torch_scatter as ts
+
+    named = ts.segment_max_csr if reduce == "max" else ts.segment_min_csr
+    rng = np.random.default_rng(3)
+    ls = [1, 2, 3, 8, 9, 17, 40, 100, 0, 5]
+    E = sum(ls)
+    ip = _indptr(ls, "int64")
+    members = O.csr_members(ip)
+    for trial in range(40):
+        x = rng.choice(np.array([0.0, -0.0, -1.0, 1.0, -np.inf, np.inf]), E, p=[.35, .35, .1, .1, .05, .05])
+        x = x.astype(dt)
+        for cols in (x, np.stack([x, x[::-1]], axis=1)):  # one column, and two
+            plain = mmvref.segment_csr(cols, ip, reduce=reduce)
+            with_arg = mmvref.segment_csr(cols, ip, reduce=reduce, return_arg=True)[0]
+            for j in range(cols.shape[1] if cols.ndim == 2 else 1):
+                col = cols[:, j] if cols.ndim == 2 else cols
+                want = [O._reduce_one([float(col[e]) for e in m], m, reduce, False, E)[0] for m in members]
+                for got in (plain, with_arg):
+                    g = got[:, j] if got.ndim == 2 else got
+                    assert [math.copysign(1.0, v) for v in g.astype(np.float64)] == \
+                        [math.copysign(1.0, v) for v in want], (trial, j, g, want)
+                    assert g.astype(np.float64).tolist() == want
+            t, tp = torch.from_numpy(np.ascontiguousarray(cols)), torch.from_numpy(ip)
+            assert ts.segment_csr(t, tp, reduce=reduce).numpy().tobytes() == named(t, tp)[0].numpy().tobytes()
+
+
 @pytest.mark.parametrize("shape,axis", [((40,), 0), ((40, 1), 0), ((3, 40), 1)])
 def test_one_column_kernel_checks_the_offsets(shape, axis):
     """The one-column float kernel checks the offsets in its own pass: offsets out of order or

@@ -158,16 +158,20 @@ def _reduce_int_checked(x, F, rows, use_rows, xb, lo, hi, op, acc):
 def _row(x, lo, hi, op):
     """One column: the reduction of x[lo:hi] (non-empty; ``vrow`` reads x[lo:lo + ROW_STEPS *
     ROW_W] and x[:hi + ROW_W - 1], which must exist). A mean is the sum divided by the count,
-    rounded once."""
+    rounded once; min/max give the bits ``_row_scalar`` gives (NaN propagates; of tied zeros,
+    the first)."""
     if op == SUM:
         return vrow(x, lo, hi, 0)
     if op == MEAN:
         return vrow(x, lo, hi, 0) / x.dtype.type(hi - lo)
     if op == PROD:
         return vrow(x, lo, hi, 4)
-    if op == MIN:
-        return vrow(x, lo, hi, 2)
-    return vrow(x, lo, hi, 3)
+    m = vrow(x, lo, hi, 2 if op == MIN else 3)
+    if m == 0:  # +0.0 and -0.0 tie: the first zero's sign, as the in-order rule (``_row_scalar``) keeps
+        for e in range(lo, hi):
+            if x[e] == 0:
+                return x[e]
+    return m
 
 
 @njit(cache=True, inline="always")
