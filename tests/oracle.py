@@ -8,8 +8,18 @@ from __future__ import annotations
 
 
 def _vals(x):
-    return [int(v) for v in x] if getattr(x, "dtype", None) is not None and x.dtype.kind in "iub" \
-        else [float(v) for v in x]
+    if getattr(x, "dtype", None) is not None:  # numpy: tolist() gives Python ints / floats, in C
+        if x.dtype.kind in "iu":
+            return x.tolist()
+        return [int(v) for v in x.tolist()] if x.dtype.kind == "b" else [float(v) for v in x.tolist()]
+    return [float(v) for v in x]
+
+
+def _ints(a):
+    """An index array (indptr, indices) as a list of Python ints."""
+    if getattr(a, "dtype", None) is not None and a.dtype.kind in "iu":
+        return a.tolist()
+    return [int(v) for v in a]
 
 
 def oracle_scan(x, exclusive=False):
@@ -59,11 +69,12 @@ def oracle_compress(x, mask):
 
 def oracle_spmv(indptr, indices, data, x):
     ds, xs = _vals(data), _vals(x)
+    ptr, cols = _ints(indptr), _ints(indices)  # Python ints: no numpy scalar per entry
     out = []
-    for r in range(len(indptr) - 1):
+    for r in range(len(ptr) - 1):
         acc = 0
-        for k in range(indptr[r], indptr[r + 1]):
-            acc = acc + ds[k] * xs[indices[k]]
+        for k in range(ptr[r], ptr[r + 1]):
+            acc = acc + ds[k] * xs[cols[k]]
         out.append(acc)
     return out
 
