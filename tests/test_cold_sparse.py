@@ -79,7 +79,7 @@ def _probe(cache):
 
 def test_first_call_compiles_only_its_paths_and_a_second_process_none(tmp_path):
     """The input of tools/cold_start.py (1000 x 1000, 1% dense, short rows of varying length, one
-    chunk): spmv one kernel (plus the scalar-batch helpers where the path has them), spmm one,
+    chunk): spmv one kernel and its chunk body (plus the scalar-batch helpers where the path has them), spmm one,
     spgemm one (the fill: validation and row products by numpy, no staging to compact, no
     workspace the rows do not use); then nothing at all from the cache."""
     cold = _probe(tmp_path)
@@ -87,7 +87,9 @@ def test_first_call_compiles_only_its_paths_and_a_second_process_none(tmp_path):
     for dt in ("float32", "int32"):
         spmv = cold[f"spmv {dt}"]
         kernel = "_make_float.<locals>.float_rows" if dt == "float32" else "_make_int.<locals>.int_rows"
-        assert spmv.count(kernel) == 1 and set(spmv) <= {kernel} | scalar, spmv
+        body = [n for n in spmv if n.endswith("__body")]  # the chunk body the kernel calls (TaskBody)
+        assert len(body) == 1 and body[0].startswith(kernel.rsplit(".", 1)[1] + "_"), spmv
+        assert spmv.count(kernel) == 1 and set(spmv) <= {kernel, body[0]} | scalar, spmv
         assert cold[f"spmm {dt}"] == ["_make_rows.<locals>.rows"], cold[f"spmm {dt}"]
         # small operands: validated and counted by numpy, no staging to compact
         assert cold[f"spgemm {dt}"] == ["_make_fill.<locals>.fill"], cold[f"spgemm {dt}"]

@@ -8,6 +8,12 @@ it would not be a cell. ``variant`` makes each kernel
 once per process and also publishes it as an attribute of the factory's module, so that tools
 listing a module's dispatchers see it.
 
+Task bodies: a parallel kernel is a ``prange`` loop calling the serial body of one task
+(``TaskBody``), and its serial twin the same loop with ``range``. The body is compiled once per
+signature in a process, outside the parfor machinery (whose passes and gufunc compile grow with
+the loop body: inlined, a large body cost the parallel kernel 2-3x the serial one's compile), and
+linked into both kernels, whose cache entries hold it.
+
 Serial twins: a kernel whose tasks run on threads (``parallel=True``) has a twin made with
 ``parallel=False``, the same tasks through the same code in turn, so the same bits. Inputs under
 ``PARALLEL_MIN`` elements take the twin (``threads_pay``): a parallel launch costs about as much as
@@ -19,6 +25,7 @@ from __future__ import annotations
 import sys
 
 import numba
+from numba.extending import typeof_impl
 
 _MADE: dict = {}
 
@@ -49,3 +56,35 @@ def flag_name(prefix, names, flags):
     """``prefix`` and the names of the flags that are set, joined by '_' (a variant's attribute
     name, e.g. ``rows_b64_tail``)."""
     return prefix + "_".join(n for n, on in zip(names, flags) if on)
+
+
+class TaskBody:
+    """The serial body of one task, made for one set of kernel constants: a closure variable of
+    the kernels that loop over it (Numba types it as the body's dispatcher). It pickles by name,
+    so a kernel's cache key (which hashes its closure variables) is the same in every process:
+    the name stands for the constants, one body each."""
+
+    made: dict = {}
+
+    def __init__(self, name, py_func):
+        if name in TaskBody.made:
+            raise RuntimeError(f"two task bodies named {name}")
+        py_func.__name__ = py_func.__qualname__ = name + "__body"
+        self.name = name
+        # the numpy error model, as the parfor bodies the kernels inlined before (no checks of
+        # divisors); no Python or C wrappers: only its kernels call it
+        self.dispatcher = numba.njit(error_model="numpy", no_cpython_wrapper=True,
+                                     no_cfunc_wrapper=True)(py_func)
+        TaskBody.made[name] = self
+
+    def __reduce__(self):
+        return _task_body_named, (self.name,)
+
+
+def _task_body_named(name):
+    return TaskBody.made[name]
+
+
+@typeof_impl.register(TaskBody)
+def _typeof_task_body(val, c):
+    return typeof_impl(val.dispatcher, c)

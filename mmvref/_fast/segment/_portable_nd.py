@@ -24,7 +24,7 @@ checked arithmetic are constants of each kernel, not runtime codes: ``csr_reduce
 ``scatter_private_float`` return the kernel made for them on first use, a closure over them
 (``cache=True``: one cache entry per closure value), whose other branches Numba prunes before
 typing, so a call compiles only the loop it runs. A kernel is a parallel loop over tasks calling
-its serial task body (``_Body``): the body is compiled once, outside the parfor machinery; each
+its serial task body (``_variants.TaskBody``): the body is compiled once, outside the parfor machinery; each
 kernel has a serial twin (``<name>__serial``) running the same tasks in turn, taken below
 ``_variants.PARALLEL_MIN`` elements (the same bits; its first call compiles no parfor). The
 features are reduced in blocks of one vector width W (``block_widths(F)``: the widest of 32, 16,
@@ -53,7 +53,8 @@ import functools
 
 import numpy as np
 from numba import njit, prange
-from numba.extending import typeof_impl
+
+from .._variants import TaskBody
 
 from ._portable_nd_vec import MAX, MEAN, MIN, PROD, ROW_STEPS, ROW_W, SUM, vreduce, vrow
 
@@ -193,48 +194,18 @@ def _row_scalar(x, lo, hi, op):
 
 # ----------------------------------------------------------------------------- specialized kernels
 # A kernel is a parallel loop over tasks (``prange``) calling the serial task body made for its
-# constants. The body is compiled once, outside the parfor machinery (whose passes and gufunc
-# compile grow with the loop body), and linked into the kernel, whose cache entry holds both.
-
-
-class _Body:
-    """The serial task body made for one set of kernel constants, a closure variable of its
-    parallel kernel. Numba types it as the body's dispatcher; it pickles by name, so the kernel's
-    cache key (which hashes its closure variables) is the same in every process."""
-
-    made: dict = {}
-
-    def __init__(self, name, py_func):
-        if name in _Body.made:  # the name stands for the kernel's constants in its cache key: one each
-            raise RuntimeError(f"two kernels named {name}")
-        py_func.__name__ = py_func.__qualname__ = name + "__body"
-        self.name = name
-        # the numpy error model, as the parfor bodies the kernels inlined before (no checks of
-        # divisors, which are counts > 0 here); no Python or C wrappers: only its kernel calls it
-        self.dispatcher = njit(error_model="numpy", no_cpython_wrapper=True, no_cfunc_wrapper=True)(py_func)
-        _Body.made[name] = self
-
-    def __reduce__(self):
-        return _body_named, (self.name,)
-
-
-def _body_named(name):
-    return _Body.made[name]
-
-
-@typeof_impl.register(_Body)
-def _typeof_body(val, c):
-    return typeof_impl(val.dispatcher, c)
+# constants (``_variants.TaskBody``): compiled once, outside the parfor machinery, and linked into
+# the kernel, whose cache entry holds both.
 
 
 def _compiled(name, body, make_kernel):
-    """The kernels of ``make_kernel(_Body(name, body))``: (parallel, serial), both ``cache=True``,
+    """The kernels of ``make_kernel(TaskBody(name, body))``: (parallel, serial), both ``cache=True``,
     named ``name`` and ``name + "__serial"``: the names of their cache files and the module
     attributes under which they are listed (so that tools/cold_start.py counts them). Both run
     the same tasks through the same body, so they give the same bits; the serial one runs them in
     turn, for inputs too small to gain from threads, and its compile skips the parfor passes
     (a few tenths of a second per kernel: most first calls are on small inputs)."""
-    task_body = _Body(name, body)
+    task_body = TaskBody(name, body)
     made = []
     for kname, parallel in ((name, True), (name + "__serial", False)):
         py_func = make_kernel(task_body)  # a function object per kernel: the cache keys them by name

@@ -84,13 +84,15 @@ for bit.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .._variants import flag_name, variant
+from .._variants import TaskBody, flag_name, variant
 from ._gather import Gather, GatherKind, _elem_bytes  # noqa: F401  (Gather: the kernels' marker type)
 
 __all__ = ["partition", "row_kinds", "flagged", "batch_plan_size", "float_kernel", "float_rows", "float_rows_serial", "int_kernel", "combine",
@@ -630,11 +632,175 @@ def float_kernel(parallel, long_rows=True, short_rows=True):
     return variant(_make_float, *key, name=flag_name("float_", ("parallel", "long", "short"), key))
 
 
+@functools.lru_cache(maxsize=None)
+def _float_chunk(long_rows, short_rows):
+    """The task body of the float kernels compiled for the row paths ``long_rows`` /
+    ``short_rows`` (``float_kernel``): one chunk, c, of ``float_rows``; m = y.size, nc = the
+    largest valid column (unsigned), small_x = x within SCALAR_X_BYTES. One body for the
+    parallel kernel and its serial twin (``_variants.TaskBody``: compiled once, outside the
+    parfor passes; inlined in the parallel kernel it cost 2.3 s a signature against 0.7 s)."""
+
+    def chunk(c, indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row,
+              scalar_short, batches, batch_mode, m, nc, small_x):
+        r0 = R[c]
+        r1 = R[c + 1]
+        e0 = E[c]
+        e1 = E[c + 1]
+        umax = _U(0)
+        bad = e0 > e1 or r0 > r1
+        first[c] = 0
+        last[c] = 0
+        # the whole rows r0+1 .. r1-1, within [lo_w, hi_w): long (simd_dot each) or short
+        ra = r0 + 1
+        rb = r1
+        lo_w = np.int64(0)
+        hi_w = np.int64(0)
+        is_long = False
+        if not bad and ra < rb:
+            lo_w = np.int64(indptr[ra])
+            hi_w = np.int64(indptr[rb])
+            if lo_w < e0 or hi_w > e1 or lo_w > hi_w:
+                bad = True
+            elif long_rows:
+                if short_rows:
+                    is_long = hi_w - lo_w >= long_row * (rb - ra)
+                else:
+                    is_long = True
+        if short_rows:
+            p = np.empty(BATCH + 64 if (ra < rb and not is_long) else 0, y.dtype)
+        # the chunk's work items in order, each a range [a, b) for simd_dot and where its
+        # sum goes (0: y[t], 1: first[c], 2: last[c]), or a batch of short rows
+        t = r0
+        slot = (2 * e0) // BATCH + 3 * c  # the chunk's first slot of the batch plan (batch_plan_size)
+        while not bad:
+            dest = -1
+            a = np.int64(0)
+            b = np.int64(0)
+            if t == r0:  # the first row's part [e0, ...)
+                if r0 >= m:
+                    break
+                lo0 = np.int64(indptr[r0])
+                hi0 = np.int64(indptr[r0 + 1])
+                b = hi0 if hi0 < e1 else e1
+                if lo0 <= e0 and e0 <= b and b <= hi0 and (r1 > r0 or e1 <= hi0):
+                    a = e0
+                    dest = 1
+                else:
+                    bad = True
+            elif t < rb:  # whole rows
+                if long_rows:
+                    if is_long:
+                        a = np.int64(indptr[t])
+                        b = np.int64(indptr[t + 1])
+                        if a < lo_w or b > hi_w or a > b:
+                            bad = True
+                        else:
+                            dest = 0
+                if short_rows:
+                    if not is_long:
+                        # a batch of whole rows t..q-1 of at most BATCH entries
+                        lo = np.int64(indptr[t])
+                        planned = 0
+                        if batch_mode == 2:
+                            planned = batches[slot]
+                            q = planned >> 1
+                        else:
+                            qa = t
+                            qb = rb
+                            while qa < qb:  # largest q in [t, rb] with indptr[q] - lo <= BATCH
+                                mid = (qa + qb + 1) >> 1
+                                if np.int64(indptr[mid]) - lo <= BATCH:
+                                    qa = mid
+                                else:
+                                    qb = mid - 1
+                            q = qa
+                        hi = np.int64(indptr[q + 1] if q == t else indptr[q])
+                        if hi < lo or hi > hi_w:  # offsets out of order: nothing read
+                            bad = True
+                        elif q == t:  # one row longer than a batch
+                            a = lo
+                            b = hi
+                            dest = 0
+                            if batch_mode == 1:
+                                batches[slot] = 2 * q
+                            slot += 1
+                        else:
+                            done = False
+                            # rows of (nearly) one length by scalar loads, where the path
+                            # prefers them for every regular batch, else where the batch
+                            # reads x within SCALAR_WINDOW columns (banded matrices: the
+                            # loads hit cache, and the gathers' products buffer is a pass
+                            # the rows do not need); only a batch whose indices are all
+                            # valid is computed
+                            if batch_mode == 2:
+                                done = (planned & 1) == 1
+                                if done:
+                                    if _scalar_rows(indptr, indices, data, x, y, t, q, lo, hi):
+                                        bad = True
+                            else:
+                                regular, mn, mx = _batch_shape(indptr, indices, t, q, lo, hi, small_x)
+                                if (regular or small_x) and (mn < 0 or scalar_short or mx - mn <= SCALAR_WINDOW):
+                                    done = True
+                                    u = _U(0xFFFFFFFFFFFFFFFF) if mn < 0 else _U(mx)
+                                    umax = u if u > umax else umax
+                                    if u <= nc:  # else the caller raises; nothing of this batch is read
+                                        if _scalar_rows(indptr, indices, data, x, y, t, q, lo, hi):
+                                            bad = True
+                                if batch_mode == 1:
+                                    batches[slot] = 2 * q + (1 if done else 0)
+                            slot += 1
+                            if not done:
+                                # two phases: the batch's products (full-width gathers
+                                # regardless of row length), then each row's run summed
+                                # with masked loads (no branch for rows of varying length)
+                                u = simd_products(indices, data, x, lo, hi, p, kind)
+                                umax = u if u > umax else umax
+                                for tt in range(t, q):
+                                    s0 = np.int64(indptr[tt]) - lo
+                                    nt = np.int64(indptr[tt + 1]) - np.int64(indptr[tt])
+                                    if s0 < 0 or nt < 0 or s0 + nt > hi - lo:
+                                        bad = True
+                                        y[tt] = 0
+                                        continue
+                                    y[tt] = simd_sum(p, s0, nt)
+                            t = q
+                            continue
+                if dest < 0:
+                    bad = True  # (a row kind this kernel was not compiled for: not reached)
+            elif t == r1 and r1 < m:  # the last row's part [..., e1)
+                a = np.int64(indptr[r1])
+                b = e1
+                if a <= e1 and a >= e0 and np.int64(indptr[r1 + 1]) >= e1:
+                    dest = 2
+                else:
+                    bad = True
+            else:
+                break
+            if bad:
+                break
+            s, u = simd_dot(indices, data, x, a, b, kind)
+            umax = u if u > umax else umax
+            if dest == 0:
+                y[t] = s
+            elif dest == 1:
+                first[c] = s
+            else:
+                last[c] = s
+            t += 1
+        umax_out[c] = umax
+        bad_out[c] = bad
+
+
+    return TaskBody(flag_name("float_rows_", ("long", "short"), (long_rows, short_rows)), chunk)
+
+
 def _make_float(parallel, long_rows, short_rows):
     """One function body for every path, with one call site of each SIMD intrinsic (the
     chunk's boundary parts, its long rows and a short row longer than a batch all go
     through the same ``simd_dot``): each site is lowered and optimized separately, and
     Numba's inlining of helpers costs more compile time than their code."""
+
+    body = _float_chunk(long_rows, short_rows)
 
     def float_rows(indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row,
                    scalar_short, batches, batch_mode):
@@ -660,153 +826,8 @@ def _make_float(parallel, long_rows, short_rows):
         nc = _U(x.size - 1)
         small_x = x.size * x.itemsize <= SCALAR_X_BYTES
         for c in prange(R.size - 1):
-            r0 = R[c]
-            r1 = R[c + 1]
-            e0 = E[c]
-            e1 = E[c + 1]
-            umax = _U(0)
-            bad = e0 > e1 or r0 > r1
-            first[c] = 0
-            last[c] = 0
-            # the whole rows r0+1 .. r1-1, within [lo_w, hi_w): long (simd_dot each) or short
-            ra = r0 + 1
-            rb = r1
-            lo_w = np.int64(0)
-            hi_w = np.int64(0)
-            is_long = False
-            if not bad and ra < rb:
-                lo_w = np.int64(indptr[ra])
-                hi_w = np.int64(indptr[rb])
-                if lo_w < e0 or hi_w > e1 or lo_w > hi_w:
-                    bad = True
-                elif long_rows:
-                    if short_rows:
-                        is_long = hi_w - lo_w >= long_row * (rb - ra)
-                    else:
-                        is_long = True
-            if short_rows:
-                p = np.empty(BATCH + 64 if (ra < rb and not is_long) else 0, y.dtype)
-            # the chunk's work items in order, each a range [a, b) for simd_dot and where its
-            # sum goes (0: y[t], 1: first[c], 2: last[c]), or a batch of short rows
-            t = r0
-            slot = (2 * e0) // BATCH + 3 * c  # the chunk's first slot of the batch plan (batch_plan_size)
-            while not bad:
-                dest = -1
-                a = np.int64(0)
-                b = np.int64(0)
-                if t == r0:  # the first row's part [e0, ...)
-                    if r0 >= m:
-                        break
-                    lo0 = np.int64(indptr[r0])
-                    hi0 = np.int64(indptr[r0 + 1])
-                    b = hi0 if hi0 < e1 else e1
-                    if lo0 <= e0 and e0 <= b and b <= hi0 and (r1 > r0 or e1 <= hi0):
-                        a = e0
-                        dest = 1
-                    else:
-                        bad = True
-                elif t < rb:  # whole rows
-                    if long_rows:
-                        if is_long:
-                            a = np.int64(indptr[t])
-                            b = np.int64(indptr[t + 1])
-                            if a < lo_w or b > hi_w or a > b:
-                                bad = True
-                            else:
-                                dest = 0
-                    if short_rows:
-                        if not is_long:
-                            # a batch of whole rows t..q-1 of at most BATCH entries
-                            lo = np.int64(indptr[t])
-                            planned = 0
-                            if batch_mode == 2:
-                                planned = batches[slot]
-                                q = planned >> 1
-                            else:
-                                qa = t
-                                qb = rb
-                                while qa < qb:  # largest q in [t, rb] with indptr[q] - lo <= BATCH
-                                    mid = (qa + qb + 1) >> 1
-                                    if np.int64(indptr[mid]) - lo <= BATCH:
-                                        qa = mid
-                                    else:
-                                        qb = mid - 1
-                                q = qa
-                            hi = np.int64(indptr[q + 1] if q == t else indptr[q])
-                            if hi < lo or hi > hi_w:  # offsets out of order: nothing read
-                                bad = True
-                            elif q == t:  # one row longer than a batch
-                                a = lo
-                                b = hi
-                                dest = 0
-                                if batch_mode == 1:
-                                    batches[slot] = 2 * q
-                                slot += 1
-                            else:
-                                done = False
-                                # rows of (nearly) one length by scalar loads, where the path
-                                # prefers them for every regular batch, else where the batch
-                                # reads x within SCALAR_WINDOW columns (banded matrices: the
-                                # loads hit cache, and the gathers' products buffer is a pass
-                                # the rows do not need); only a batch whose indices are all
-                                # valid is computed
-                                if batch_mode == 2:
-                                    done = (planned & 1) == 1
-                                    if done:
-                                        if _scalar_rows(indptr, indices, data, x, y, t, q, lo, hi):
-                                            bad = True
-                                else:
-                                    regular, mn, mx = _batch_shape(indptr, indices, t, q, lo, hi, small_x)
-                                    if (regular or small_x) and (mn < 0 or scalar_short or mx - mn <= SCALAR_WINDOW):
-                                        done = True
-                                        u = _U(0xFFFFFFFFFFFFFFFF) if mn < 0 else _U(mx)
-                                        umax = u if u > umax else umax
-                                        if u <= nc:  # else the caller raises; nothing of this batch is read
-                                            if _scalar_rows(indptr, indices, data, x, y, t, q, lo, hi):
-                                                bad = True
-                                    if batch_mode == 1:
-                                        batches[slot] = 2 * q + (1 if done else 0)
-                                slot += 1
-                                if not done:
-                                    # two phases: the batch's products (full-width gathers
-                                    # regardless of row length), then each row's run summed
-                                    # with masked loads (no branch for rows of varying length)
-                                    u = simd_products(indices, data, x, lo, hi, p, kind)
-                                    umax = u if u > umax else umax
-                                    for tt in range(t, q):
-                                        s0 = np.int64(indptr[tt]) - lo
-                                        nt = np.int64(indptr[tt + 1]) - np.int64(indptr[tt])
-                                        if s0 < 0 or nt < 0 or s0 + nt > hi - lo:
-                                            bad = True
-                                            y[tt] = 0
-                                            continue
-                                        y[tt] = simd_sum(p, s0, nt)
-                                t = q
-                                continue
-                    if dest < 0:
-                        bad = True  # (a row kind this kernel was not compiled for: not reached)
-                elif t == r1 and r1 < m:  # the last row's part [..., e1)
-                    a = np.int64(indptr[r1])
-                    b = e1
-                    if a <= e1 and a >= e0 and np.int64(indptr[r1 + 1]) >= e1:
-                        dest = 2
-                    else:
-                        bad = True
-                else:
-                    break
-                if bad:
-                    break
-                s, u = simd_dot(indices, data, x, a, b, kind)
-                umax = u if u > umax else umax
-                if dest == 0:
-                    y[t] = s
-                elif dest == 1:
-                    first[c] = s
-                else:
-                    last[c] = s
-                t += 1
-            umax_out[c] = umax
-            bad_out[c] = bad
+            body(np.int64(c), indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row,
+                 scalar_short, batches, batch_mode, m, nc, small_x)
 
     return njit(cache=True, parallel=parallel)(float_rows)
 
@@ -829,80 +850,96 @@ def int_kernel(parallel, check):
     return variant(_make_int, *key, name=flag_name("int_", ("parallel", "check"), key))
 
 
-def _make_int(parallel, check):
+@functools.lru_cache(maxsize=None)
+def _int_chunk(check):
+    """The task body of the integer kernels (``int_kernel``): one chunk, c, of ``int_rows``; m =
+    y.size, nc = the largest valid column. One body for the parallel kernel and its serial twin
+    (``_variants.TaskBody``)."""
+
     # one loop over the chunk's parts (first part, whole rows, last part): the dot is written once
+    def chunk(c, indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, lbnd, umax_out, bad_out, m, nc):
+        r0 = R[c]
+        r1 = R[c + 1]
+        e0 = E[c]
+        e1 = E[c + 1]
+        umax = np.uint64(0)
+        bad = e0 > e1 or r0 > r1
+        first[c] = 0
+        last[c] = 0
+        if check:
+            fbnd[c] = 0.0
+            lbnd[c] = 0.0
+        t = r0
+        while not bad:
+            if t == r0:  # the first row's part [e0, ...)
+                if r0 >= m:
+                    break
+                lo0 = np.int64(indptr[r0])
+                hi0 = np.int64(indptr[r0 + 1])
+                hi = hi0 if hi0 < e1 else e1
+                lo = e0
+                if not (lo0 <= e0 and e0 <= hi and hi <= hi0 and (r1 > r0 or e1 <= hi0)):
+                    bad = True
+                    break
+            elif t < r1:  # whole rows
+                lo = np.int64(indptr[t])
+                hi = np.int64(indptr[t + 1])
+                if lo < e0 or hi > e1 or lo > hi:
+                    bad = True
+                    break
+            elif t == r1 and r1 < m:  # the last row's part [..., e1)
+                lo = np.int64(indptr[r1])
+                hi = e1
+                if not (lo <= e1 and lo >= e0 and np.int64(indptr[r1 + 1]) >= e1):
+                    bad = True
+                    break
+            else:
+                break
+            acc = np.int64(0)
+            bd = 0.0
+            for k in range(lo, hi):
+                j = np.int64(indices[k])
+                if j < 0 or j > nc:
+                    umax = np.uint64(0xFFFFFFFFFFFFFFFF)
+                    continue
+                av = np.int64(data[k])
+                xv = np.int64(x[j])
+                acc += av * xv
+                if check:
+                    bd += abs(float(av)) * abs(float(xv))
+                uj = np.uint64(j)
+                umax = uj if uj > umax else umax
+            if t == r0:
+                first[c] = acc
+                if check:
+                    fbnd[c] = bd
+            elif t < r1:
+                y[t] = acc
+                if check:
+                    bnd[t] = bd
+            else:
+                last[c] = acc
+                if check:
+                    lbnd[c] = bd
+            t += 1
+        umax_out[c] = umax
+        bad_out[c] = bad
+
+
+    return TaskBody(flag_name("int_rows_", ("check",), (check,)), chunk)
+
+
+def _make_int(parallel, check):
+    body = _int_chunk(check)
+
     def int_rows(indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, lbnd, umax_out, bad_out):
         if parallel:  # referenced, so that it is a cell: part of the cache key
             pass
         m = y.size
         nc = np.int64(x.size) - 1
         for c in prange(R.size - 1):
-            r0 = R[c]
-            r1 = R[c + 1]
-            e0 = E[c]
-            e1 = E[c + 1]
-            umax = np.uint64(0)
-            bad = e0 > e1 or r0 > r1
-            first[c] = 0
-            last[c] = 0
-            if check:
-                fbnd[c] = 0.0
-                lbnd[c] = 0.0
-            t = r0
-            while not bad:
-                if t == r0:  # the first row's part [e0, ...)
-                    if r0 >= m:
-                        break
-                    lo0 = np.int64(indptr[r0])
-                    hi0 = np.int64(indptr[r0 + 1])
-                    hi = hi0 if hi0 < e1 else e1
-                    lo = e0
-                    if not (lo0 <= e0 and e0 <= hi and hi <= hi0 and (r1 > r0 or e1 <= hi0)):
-                        bad = True
-                        break
-                elif t < r1:  # whole rows
-                    lo = np.int64(indptr[t])
-                    hi = np.int64(indptr[t + 1])
-                    if lo < e0 or hi > e1 or lo > hi:
-                        bad = True
-                        break
-                elif t == r1 and r1 < m:  # the last row's part [..., e1)
-                    lo = np.int64(indptr[r1])
-                    hi = e1
-                    if not (lo <= e1 and lo >= e0 and np.int64(indptr[r1 + 1]) >= e1):
-                        bad = True
-                        break
-                else:
-                    break
-                acc = np.int64(0)
-                bd = 0.0
-                for k in range(lo, hi):
-                    j = np.int64(indices[k])
-                    if j < 0 or j > nc:
-                        umax = np.uint64(0xFFFFFFFFFFFFFFFF)
-                        continue
-                    av = np.int64(data[k])
-                    xv = np.int64(x[j])
-                    acc += av * xv
-                    if check:
-                        bd += abs(float(av)) * abs(float(xv))
-                    uj = np.uint64(j)
-                    umax = uj if uj > umax else umax
-                if t == r0:
-                    first[c] = acc
-                    if check:
-                        fbnd[c] = bd
-                elif t < r1:
-                    y[t] = acc
-                    if check:
-                        bnd[t] = bd
-                else:
-                    last[c] = acc
-                    if check:
-                        lbnd[c] = bd
-                t += 1
-            umax_out[c] = umax
-            bad_out[c] = bad
+            body(np.int64(c), indptr, indices, data, x, y, bnd, R, E, first, last, fbnd, lbnd, umax_out, bad_out,
+                 m, nc)
 
     return njit(cache=True, parallel=parallel)(int_rows)
 
