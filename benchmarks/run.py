@@ -48,8 +48,10 @@ def _versions():
 QUICK_MAX_ROUNDS, MAX_ROUNDS = 15, 51
 
 
-def run(names, *, quick, runs, log=print, ours_only=False):
-    """Run the benchmarks of ``names``; returns (results, copy GB/s, peer names per op)."""
+def run(names, *, quick, runs, log=print, ours_only=False, smoke=False):
+    """Run the benchmarks of ``names``; returns (results, copy GB/s, peer names per op). ``smoke``: one
+    round per case (after the warm-up call), no minimum of timed work: every case runs, nothing is
+    measured."""
     copy_n = QUICK_N if quick else FULL_N
     copy_gbs, copy_ms = copy_bandwidth(copy_n, runs=runs)
     log(f"copy: {copy_n:,} int32 in {copy_ms:.2f} ms = {copy_gbs:.1f} GB/s (parallel Numba, read + write)")
@@ -86,7 +88,11 @@ def run(names, *, quick, runs, log=print, ours_only=False):
                     thunks[pname] = make(inp)
                 except Skip as exc:
                     rows[pname] = result(pname, False, status="skipped", note=str(exc))
-            times, outputs = time_interleaved(thunks, runs=runs, max_runs=QUICK_MAX_ROUNDS if quick else MAX_ROUNDS)
+            if smoke:
+                times, outputs = time_interleaved(thunks, runs=1, min_seconds=0.0, max_runs=1, absorb_s=0.0)
+            else:
+                times, outputs = time_interleaved(thunks, runs=runs,
+                                                  max_runs=QUICK_MAX_ROUNDS if quick else MAX_ROUNDS)
             good = {k: v for k, v in outputs.items() if not isinstance(v, Exception)}
             acc = bench.accuracy(inp, good) if hasattr(bench, "accuracy") and "ours" in good else {}
             # float results judged against the exact one and the documented bound
@@ -154,6 +160,7 @@ def _other_target(cpu, args, log):
         env = dict(os.environ, NUMBA_CPU_NAME=cpu, NUMBA_CPU_FEATURES="", NUMBA_CACHE_DIR=os.path.join(tmp, "cache"))
         cmd = [sys.executable, "-m", "benchmarks", "--ours-only", "--json", out, "--runs", str(args.runs)]
         cmd += (["--quick"] if args.quick else []) + (["--reuse-memory"] if args.reuse_memory else [])
+        cmd += ["--smoke"] if args.smoke else []
         cmd += ["--ops", *args.ops] if args.ops else []
         log(f"--- the {cpu} build, in a child process: {' '.join(cmd[1:])}")
         proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
@@ -190,6 +197,10 @@ def main(argv=None):
                     help="also run our ops compiled for these LLVM CPU names (e.g. haswell: AVX2 without "
                          "AVX-512; x86-64: the SSE2 baseline), each in a child process, and report them beside "
                          "the native build (each build's x copy uses the copy measured in its own process)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="run every case once after its warm-up call, without timing rounds: shows that each "
+                         "case compiles and runs (CI runs the quick benchmark so for the x86-64 baseline); the "
+                         "times printed are single calls, not measurements")
     ap.add_argument("--ours-only", action="store_true", help=argparse.SUPPRESS)  # the child of --target
     args = ap.parse_args(argv)
     args.runs = max(5, args.runs)
@@ -224,17 +235,18 @@ def main(argv=None):
     if unknown:
         ap.error(f"unknown op(s) {', '.join(unknown)}; known: {', '.join(op_names())}; groups: {', '.join(GROUPS)}")
     meta = _versions()
-    meta.update(quick=args.quick, runs=args.runs, reuse_memory=args.reuse_memory, argv=sys.argv[1:])
+    meta.update(quick=args.quick, runs=args.runs, reuse_memory=args.reuse_memory, smoke=args.smoke, argv=sys.argv[1:])
     from mmvref._config import format_config
 
-    print("# mmvref benchmarks (" + ("quick" if args.quick else "full") + ")\n")
+    print("# mmvref benchmarks (" + ("quick" if args.quick else "full") + (", smoke" if args.smoke else "") + ")\n")
     print("```\n" + format_config(meta) + "\n```\n")
     t0 = time.perf_counter()
 
     def log(s):
         print(s, file=sys.stderr, flush=True)
 
-    results, copy_gbs, peer_order = run(names, quick=args.quick, runs=args.runs, log=log, ours_only=args.ours_only)
+    results, copy_gbs, peer_order = run(names, quick=args.quick, runs=args.runs, log=log, ours_only=args.ours_only,
+                                        smoke=args.smoke)
     meta["copy_gb_per_s"] = copy_gbs
     builds = [f"**ours**: the native build, {_target_line(meta)}"]
     for cpu in args.target:
@@ -248,6 +260,9 @@ def main(argv=None):
         builds.append(f"**{label}**: {_target_line(other_meta)}; copy in its process {other_copy:.1f} GB/s")
         meta.setdefault("targets", {})[cpu] = {"meta": other_meta, "copy_gb_per_s": other_copy}
     meta["seconds"] = time.perf_counter() - t0
+    if args.smoke:
+        print("**Smoke run**: every case ran once after its warm-up call; the times below are single calls, "
+              "not measurements, and the ratios mean nothing.\n")
     print(f"Memory-copy yardstick: {copy_gbs:.1f} GB/s (parallel Numba copy, bytes read + written; the "
           f"faster of a copy at the start and at the end). Each case times its implementations in "
           f"interleaved rounds (at least {args.runs} rounds and 0.3 s after one warm-up call, at most "
