@@ -83,8 +83,8 @@ _MINMAX = ("min", "max")
 
 def _call(name: str, src: Tensor, *args, want_arg: bool = True):
     """The custom op where autograd or torch.compile needs it, else its CPU kernel directly
-    (``want_arg=False``: the caller does not return min/max's positions, and the kernel skips them;
-    the op keeps them for its backward)."""
+    (``want_arg=False``: scatter / segment_coo's min/max positions are not needed, and the kernel
+    skips them; the op keeps them for its backward)."""
     if T.needs_op(src):
         return T.OPS[name](src, *args)
     if not want_arg:
@@ -271,12 +271,11 @@ class _ByIndex:
             return _call(op, src, self.i1, self.d, self.N, reduce, dtype, overflow, want_arg=want_arg)
         sizes_w = [src.size(k) for k in self.W]
         xs = src.permute(self.perm).reshape([self.P * self.E] + sizes_w)
-        vals, arg = _call(op, xs, self.g, 0, self.P * self.N, reduce, dtype, overflow, want_arg=want_arg)
-        with_arg = arg.shape == vals.shape  # min/max's positions, computed
+        vals, arg = _call(op, xs, self.g, 0, self.P * self.N, reduce, dtype, overflow)
         shape_p = [src.size(k) for k in self.V] + [self.N] + sizes_w
         inv = _inverse(self.perm)
         vals = vals.reshape(shape_p).permute(inv).contiguous()
-        if with_arg:
+        if reduce in _MINMAX:
             a = arg.reshape([self.P, self.N] + sizes_w)
             offs = (torch.arange(self.P) * self.E).view([self.P, 1] + [1] * len(sizes_w))
             a = torch.where(a == self.P * self.E, torch.full_like(a, self.E), a - offs)
@@ -593,28 +592,24 @@ class _ByPtr:
         view[self.d if stretches == 1 and not self.V else 0] = keep.numel()
         return torch.where(keep.view(view), x, torch.ones_like(x) if reduce == "prod" else torch.zeros_like(x))
 
-    def reduce(self, src: Tensor, reduce: str, dtype=None, overflow: str = "raise", want_arg: bool = True):
-        """(values, positions); the positions are empty unless min/max and ``want_arg`` (or autograd
-        needs them for the backward)."""
+    def reduce(self, src: Tensor, reduce: str, dtype=None, overflow: str = "raise"):
         d, N = self.d, self.N
         if self.direct:
-            return _call("segment_csr", src, self.ip[0], d, reduce, dtype, overflow, want_arg=want_arg)
+            return _call("segment_csr", src, self.ip[0], d, reduce, dtype, overflow)
         if not self.V:
             src = self._covered(src, reduce, 1)
-            vals, arg = _call("segment_csr", src, self._gap_ptr(self.E), d, reduce, dtype, overflow,
-                              want_arg=want_arg)
-            if arg.shape == vals.shape:  # min/max's positions, computed
-                arg = arg.narrow(d, 1, N).contiguous()
+            vals, arg = _call("segment_csr", src, self._gap_ptr(self.E), d, reduce, dtype, overflow)
             vals = vals.narrow(d, 1, N).contiguous()
+            if reduce in _MINMAX:
+                arg = arg.narrow(d, 1, N).contiguous()
             return vals, arg
         sizes_w = [src.size(k) for k in self.W]
         xs = self._covered(src.permute(self.perm).reshape([self.P * self.E] + sizes_w), reduce, self.P)
-        vals, arg = _call("segment_csr", xs, self._gap_ptr(self.E), 0, reduce, dtype, overflow, want_arg=want_arg)
-        with_arg = arg.shape == vals.shape  # min/max's positions, computed
+        vals, arg = _call("segment_csr", xs, self._gap_ptr(self.E), 0, reduce, dtype, overflow)
         shape_p = [src.size(k) for k in self.V] + [N] + sizes_w
         inv = _inverse(self.perm)
         vals = vals[1:].reshape([self.P, N + 1] + sizes_w)[:, :N].reshape(shape_p).permute(inv).contiguous()
-        if with_arg:
+        if reduce in _MINMAX:
             a = arg[1:].reshape([self.P, N + 1] + sizes_w)[:, :N]
             offs = (torch.arange(self.P) * self.E).view([self.P, 1] + [1] * len(sizes_w))
             a = torch.where(a == self.P * self.E, torch.full_like(a, self.E), a - offs)
@@ -632,7 +627,7 @@ class _ByPtr:
         return c.reshape(shape_p).permute(_inverse(self.perm))
 
 
-def _segment_csr(fn: str, src: Tensor, indptr: Tensor, out, reduce: str, want_arg: bool = True):
+def _segment_csr(fn: str, src: Tensor, indptr: Tensor, out, reduce: str):
     plan = _ByPtr(src, indptr, fn)
     shape = _with_size(src.shape, plan.d, plan.N)
     if plan.ip.numel() and not _compiling() and int(plan.ip[:, -1].max()) > plan.E:
@@ -647,7 +642,7 @@ def _segment_csr(fn: str, src: Tensor, indptr: Tensor, out, reduce: str, want_ar
         s, _ = plan.reduce(src, "sum", torch.int64, "wrap")
         vals, arg = _trunc_mean_exact(m, s, plan.counts_like(s.shape), src.dtype), None
     else:
-        vals, arg = plan.reduce(src, reduce, want_arg=want_arg)
+        vals, arg = plan.reduce(src, reduce)
     if out is not None:
         vals = out.copy_(vals)
     return (vals, arg) if reduce in _MINMAX else vals
@@ -682,7 +677,7 @@ def segment_csr(src: Tensor, indptr: Tensor, out: Optional[Tensor] = None, reduc
     """Reduce ``src`` over the segments ``indptr[i]:indptr[i+1]`` along ``indptr.dim() - 1``, like
     torch_scatter.segment_csr. reduce: "sum"/"add", "mean", "min", "max" (and "mul")."""
     r = _reduce(reduce, "segment_csr")
-    res = _segment_csr("segment_csr", src, indptr, out, r, want_arg=False)  # values only: no positions
+    res = _segment_csr("segment_csr", src, indptr, out, r)
     return res[0] if r in _MINMAX else res
 
 

@@ -174,18 +174,14 @@ def _out_shape(src: Tensor, dim: int, n) -> list:
 # ----------------------------------------------------------------------------- segment_csr
 
 def _segment_csr_kernel(src: Tensor, indptr: Tensor, dim: int, reduce: str,
-                        dtype: Optional[torch.dtype] = None, overflow: str = "raise",
-                        want_arg: bool = True) -> tuple[Tensor, Tensor]:
-    """The op's CPU kernel: (values, arg), arg empty unless min/max; ``want_arg=False`` (a direct
-    kernel call whose caller returns values only) skips min/max's positions."""
+                        dtype: Optional[torch.dtype] = None, overflow: str = "raise") -> tuple[Tensor, Tensor]:
     r = _reduce(reduce)
     _dim(dim, src.dim())
     td = src.dtype if dtype is None else dtype
     s, p = _np_in(src), to_numpy(indptr, "indptr")
-    with_arg = r in _ARG_REDUCE and want_arg
-    res = _arrays.segment_csr(s, p, axis=dim, reduce=r, return_arg=with_arg, dtype=_np_dtype(td),
+    res = _arrays.segment_csr(s, p, axis=dim, reduce=r, return_arg=r in _ARG_REDUCE, dtype=_np_dtype(td),
                              overflow=overflow)
-    if with_arg:
+    if r in _ARG_REDUCE:
         return _wrap(res[0], (s, p), td), _wrap(res[1], (s, p), torch.int64)
     return _wrap(res, (s, p), td), _empty_arg()
 
