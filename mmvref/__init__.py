@@ -16,6 +16,7 @@ report needs: versions, the CPU and the target Numba compiles for, the kernel
 path of each op family, threading and the cache directory.
 """
 from . import _threading, bounds, golden, mmv, registry  # noqa: F401  (_threading first: the layer policy)
+from . import _compile_gc  # noqa: F401  (the collector paused while mmvref's kernels compile)
 from ._config import show_config
 from ._fast import _target
 from ._fast.scanfamily import (

@@ -3,6 +3,7 @@ import os
 
 import pytest
 from hypothesis import HealthCheck, settings
+from numba.core import event
 
 settings.register_profile(
     "ci", derandomize=True, max_examples=50, deadline=None, print_blob=True,
@@ -15,18 +16,39 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
+class _CompileCount(event.Listener):
+    """Counts Numba's compile events (every dispatcher, nested ones included) in this process."""
+
+    def __init__(self):
+        self.n = 0
+
+    def on_start(self, ev):
+        self.n += 1
+
+    def on_end(self, ev):
+        pass
+
+
+_COMPILES = _CompileCount()
+event.register("numba:compile", _COMPILES)
+_frozen_at = [0]
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item, nextitem):
-    # After each test (its fixtures torn down), collect garbage once and freeze what is left. A
-    # worker's heap grows by every Numba compilation (types, IR, dispatchers, kept alive by the
-    # caches), and each automatic full collection walks all of it: on a cold cache, serially over
+    # After a test that compiled (its fixtures torn down), collect garbage once and freeze what is
+    # left. A worker's heap grows by every Numba compilation (types, IR, dispatchers, kept alive by
+    # the caches), and each full collection walks all of it: on a cold cache, serially over
     # test_cold_scanfamily + test_segment_reduce, 109 full collections took 77 s of 447 s. Frozen
-    # objects are never walked again, so a collection sees only what the running test allocated.
-    # Garbage is still collected (here, and by any collection inside a test); what a finished
-    # test leaves alive (caches, module globals) stays alive, as it would have anyway.
+    # objects are never walked again, so later collections see only what was allocated since.
+    # Garbage is still collected (here, and by any collection inside a test); what a finished test
+    # leaves alive (caches, module globals) stays alive, as it would have anyway. Tests that
+    # compiled nothing (most of them) skip this: a collection per test would cost more than it saves.
     yield
-    gc.collect()
-    gc.freeze()
+    if _COMPILES.n != _frozen_at[0]:
+        gc.collect()
+        gc.freeze()
+        _frozen_at[0] = _COMPILES.n
 
 
 def pytest_sessionfinish(session):
