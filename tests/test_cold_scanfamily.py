@@ -93,13 +93,18 @@ def _probe(cache):
 
 
 ROWS = "scanfamily._portable._make_rows.<locals>.rows"
+#: the functions the row kernel calls: compiled with it (nested events after its own) when no
+#: earlier kernel compiled them for these words
+ROW_HELPERS = {"scanfamily._portable._float_keys", "scanfamily._portable._int_keys",
+               "scanfamily._portable._select_smallest"}
 
 
 def test_first_call_compiles_one_kernel_and_a_second_process_none(tmp_path):
     """The input of tools/cold_start.py (n = 1000, one chunk): every first call compiles one
     sequential kernel (the sorts, top-k and top-p: the row kernel's variant for the input), or none
-    where an earlier call compiled it: split and compress move words, so int32 reuses float32's;
-    then nothing at all from the cache."""
+    where an earlier call compiled it: every kernel here moves words of the input's width (the sorts
+    take float-or-integer as an argument), so int32 reuses float32's; then nothing at all from the
+    cache."""
     cold = _probe(tmp_path)
     expect = {
         "radix_sort": [ROWS], "argsort": [ROWS], "topk": [ROWS],
@@ -113,9 +118,12 @@ def test_first_call_compiles_one_kernel_and_a_second_process_none(tmp_path):
         if key == "parallel":
             continue
         op, dt = key.split()
-        same_words = op in ("split", "split_ind", "compress", "compress_ind") and dt == "int32"
+        same_words = dt == "int32"  # after float32's calls: words of the same width
+        if got[:1] == [ROWS]:  # the row kernel and, nested, its helpers not yet compiled
+            assert len(set(got[1:])) == len(got) - 1 and set(got[1:]) <= ROW_HELPERS, (key, got)
+            got = got[:1]
         assert got == ([] if same_words else expect[op]), (key, got)
-    assert {"scanfamily._portable._make_keys_hist.<locals>.keys_hist",
+    assert {"scanfamily._portable.keys_hist",
             "scanfamily._portable._make_scatter.<locals>.scatter", ROWS,
             "scanfamily._portable._make_mask_counts.<locals>.mask_counts",
             "scanfamily._portable._make_split_scatter.<locals>.split_scatter",

@@ -23,8 +23,10 @@ exclusive scan over (digit, chunk), per-chunk stable scatters.
 Cold start: a first call with an empty Numba cache compiles every kernel it
 reaches, so the path of a small input (and of 2-D inputs, and of top-p) is one
 dispatcher, made by a factory (``_variants.variant``) whose constants select code at
-compile time: keys of floats or of integers, values emitted or not, chunks in
-parallel or in turn, a sort, top-k or top-p. Each variant is a closure with its
+compile time: values emitted or not, chunks in parallel or in turn, a sort, top-k
+or top-p. Whether the words are floats or integers is an argument (tested once per
+loop), so the integers and floats of one width (int32 and float32) share a compiled
+kernel: a first sort of float32 after one of int32 compiles nothing. Each variant is a closure with its
 own Numba cache entry (the cache keys an entry by the closure's cell values),
 and a call compiles only its own; one chunk (small inputs, one thread) takes
 the sequential variants, which compile several times faster than
@@ -131,20 +133,97 @@ def _sf(a):
     return S, S | (S - np.uint64(1))
 
 
-def _make_rows(ISF, VMODE, PAR, TOPK, TOPP):
-    VALS = VMODE != 0
-    FLT = VMODE == 3
+@njit(cache=True)
+def _float_keys(v, out, S, F, INF, D):
+    """out[i] = the key of the float word v[i] (``_key``; branch-free, so the loop vectorises).
+    The row kernels call this or ``_int_keys`` as the words' kind is: functions of their own,
+    not inlined, as LLVM merged the two loops written out behind a test of the kind into one
+    loop computing both keys (a sort of int8 rows took a third longer)."""
+    for i in range(v.size):
+        kk = np.uint64(v[i])
+        a = kk & (F ^ S)
+        neg = np.uint64((kk & S) != np.uint64(0))
+        kk = kk ^ (S | ((np.uint64(0) - neg) & F))
+        kk = S if a == np.uint64(0) else kk
+        kk = F if a > INF else kk
+        out[i] = kk ^ D
 
+
+@njit(cache=True)
+def _int_keys(v, out, S, D):
+    """out[i] = the key of the integer word v[i] (``_key``): the sign bit flipped (S), every bit
+    when descending (D)."""
+    for i in range(v.size):
+        out[i] = np.uint64(v[i]) ^ S ^ D
+
+
+@njit(cache=True)
+def _select_smallest(kc, kn, ci, si, h, k):
+    """The k (>= 1) smallest keys of kc to kn[:k] and their positions to si[:k], by an MSB-first
+    radix select (ties: the lower position is kept at the cut), as ``select_seq`` does; kc and
+    ci (positions, of kc's size) are overwritten as the candidates are compacted in place, h
+    (RADIX,) is scratch. The row kernels' top-k selection: a function of its own, as
+    ``_float_keys`` (the row kernel with these loops written out took 5-9% longer on int32
+    rows), and not ``select_seq`` itself, whose fresh arrays at the first compaction and
+    explicit fill offsets cost those rows another 10-15% (measured)."""
+    m = kc.size
+    need = k
+    b = kc.itemsize - 1
+    ns = 0
+    implicit = True  # positions 0..m-1 until the first compaction
+    while b >= 0 and 0 < need < m:
+        sh = np.uint64(8 * b)
+        for d in range(RADIX):
+            h[d] = 0
+        for i in range(m):
+            h[(np.uint64(kc[i]) >> sh) & _M8] += 1
+        cum = 0
+        d = 0
+        while cum + h[d] < need:
+            cum += h[d]
+            d += 1
+        b -= 1
+        if h[d] == m:
+            continue
+        j = 0  # candidates compacted in place: write position j <= read position i
+        ud = np.uint64(d)
+        for i in range(m):
+            kk = kc[i]
+            dd = (np.uint64(kk) >> sh) & _M8
+            pos = i if implicit else ci[i]
+            if dd < ud:
+                kn[ns] = kk
+                si[ns] = pos
+                ns += 1
+            elif dd == ud:
+                kc[j] = kk
+                ci[j] = pos
+                j += 1
+        implicit = False
+        m = h[d]
+        need -= cum
+    # every candidate left has the same key (or all of them are wanted): the first ``need``
+    for i in range(need):
+        kn[ns] = kc[i]
+        si[ns] = i if implicit else ci[i]
+        ns += 1
+
+
+def _make_rows(VALS, PAR, TOPK, TOPP):
     @njit(cache=True, parallel=PAR)
-    def rows(v, S, F, INF, D, X, k, ka, kb, ti, hist, passes, out_i, out_v, sel_i, probs, p, u, kept, out):
-        """Each row r of the 2-D words v stably sorted by its keys (``_key`` of kind ISF;
-        integers with S = D = 0: the words themselves): keys, every byte's histogram in one
-        pass, then an LSB pass per byte that is not constant over the row (one pass on the top
-        byte if all are). Positions to out_i[r], values to out_v[r] (VMODE, ``_value``: 0
-        none, 1 integers, 3 floats).
+    def rows(v, isf, flt, S, F, INF, D, X, k, ka, kb, ti, hist, passes, out_i, out_v, sel_i, probs, p, u, kept,
+             out):
+        """Each row r of the 2-D words v stably sorted by its keys (``_key`` of floats when
+        ``isf``, else of integers; integers with S = D = 0: the words themselves): keys, every
+        byte's histogram in one pass, then an LSB pass per byte that is not constant over the row
+        (one pass on the top byte if all are). Positions to out_i[r]; when VALS, values to
+        out_v[r] (``_value``: of floats when ``flt``, else of integers). ``isf`` and ``flt`` are
+        arguments, not constants, so the integers and floats of one width share one compiled
+        kernel; they are tested outside the loops (the keys by a function per kind, the last
+        pass by a loop per kind): tested per element, they cost int8 rows a third of their time.
 
         TOPK (top-k): only the k (>= 1) smallest keys are sorted, chosen first by
-        ``select_seq``'s MSB-first radix select (ties: the lower position is kept at the
+        ``_select_smallest``'s MSB-first radix select (ties: the lower position is kept at the
         cut). TOPP (top-p): the positions to a row buffer, then the draw (``top_p_sample``)
         from probs[r], p and u[r] into out[r]. Rows in parallel (PAR), each a task with
         buffers of its own, or in turn in the buffers ka, kb (keys), ti (int64) of a row's
@@ -171,64 +250,17 @@ def _make_rows(ISF, VMODE, PAR, TOPK, TOPP):
             else:
                 oi = out_i[r]
             vr = v[r]
-            # keys (branch-free, so the loop vectorises: ``_key``)
-            for i in range(n):
-                kk = np.uint64(vr[i])
-                if ISF:
-                    a = kk & (F ^ S)
-                    neg = np.uint64((kk & S) != np.uint64(0))
-                    kk = kk ^ (S | ((np.uint64(0) - neg) & F))
-                    kk = S if a == np.uint64(0) else kk
-                    kk = F if a > INF else kk
-                else:
-                    kk = kk ^ S
-                kc[i] = kk ^ D
+            # keys (``_key``), by a function per kind (``_float_keys``, ``_int_keys``)
+            if isf:
+                _float_keys(vr, kc, S, F, INF, D)
+            else:
+                _int_keys(vr, kc, S, D)
             m = n  # the keys to sort: ks[:m]
             ks = kc
             if TOPK:  # select the k smallest into kn[:k] (positions si), then sort those
                 ci = tc
                 si = np.empty(k, np.int64) if PAR else sel_i
-                h = hc[0]
-                need = k
-                b = nb - 1
-                ns = 0
-                implicit = True  # positions 0..m-1 until the first compaction
-                while b >= 0 and 0 < need < m:
-                    sh = np.uint64(8 * b)
-                    for d in range(RADIX):
-                        h[d] = 0
-                    for i in range(m):
-                        h[(np.uint64(kc[i]) >> sh) & _M8] += 1
-                    cum = 0
-                    d = 0
-                    while cum + h[d] < need:
-                        cum += h[d]
-                        d += 1
-                    b -= 1
-                    if h[d] == m:
-                        continue
-                    j = 0  # candidates compacted in place: write position j <= read position i
-                    ud = np.uint64(d)
-                    for i in range(m):
-                        kk = kc[i]
-                        dd = (np.uint64(kk) >> sh) & _M8
-                        pos = i if implicit else ci[i]
-                        if dd < ud:
-                            kn[ns] = kk
-                            si[ns] = pos
-                            ns += 1
-                        elif dd == ud:
-                            kc[j] = kk
-                            ci[j] = pos
-                            j += 1
-                    implicit = False
-                    m = h[d]
-                    need -= cum
-                # every candidate left has the same key (or all of them are wanted): the first ``need``
-                for i in range(need):
-                    kn[ns] = kc[i]
-                    si[ns] = i if implicit else ci[i]
-                    ns += 1
+                _select_smallest(kc, kn, ci, si, hc[0], k)
                 m = k
                 ks = kn
                 kn = kc
@@ -275,28 +307,44 @@ def _make_rows(ISF, VMODE, PAR, TOPK, TOPP):
             for q in range(P):
                 o = hc[pc[q]]
                 sh = np.uint64(8 * pc[q])
-                last = q == P - 1
-                for i in range(m):
-                    kk = ks[i]
-                    d = (np.uint64(kk) >> sh) & _M8
-                    j = np.uint64(o[d])
-                    o[d] = j + 1
-                    src = i if q == 0 else ia[i]
-                    if last:
+                if q < P - 1:  # (key, position) pairs to the next buffers
+                    for i in range(m):
+                        kk = ks[i]
+                        d = (np.uint64(kk) >> sh) & _M8
+                        j = np.uint64(o[d])
+                        o[d] = j + 1
+                        kn[j] = kk
+                        ib[j] = i if q == 0 else ia[i]
+                elif not (VALS and flt):  # the last pass: positions, and integer values (k ^ X)
+                    # (a loop of its own per kind: a test of ``flt`` per key cost a sort of
+                    # int8 rows a third of its time)
+                    for i in range(m):
+                        kk = ks[i]
+                        d = (np.uint64(kk) >> sh) & _M8
+                        j = np.uint64(o[d])
+                        o[d] = j + 1
+                        src = i if q == 0 else ia[i]
                         if TOPK:
                             src = si[src]
                         oi[j] = src
-                        if VALS:  # the value of the key (``_value``)
-                            kk = np.uint64(kk) ^ X
-                            if FLT:
-                                if kk == F or kk == S:
-                                    kk = np.uint64(vr[src])
-                                else:
-                                    kk = kk ^ (S if (kk & S) != np.uint64(0) else F)
-                            out_v[r, j] = kk
-                    else:
-                        kn[j] = kk
-                        ib[j] = src
+                        if VALS:
+                            out_v[r, j] = np.uint64(kk) ^ X
+                else:  # the last pass, float values (``_value``; zeros and NaNs from the input)
+                    for i in range(m):
+                        kk = ks[i]
+                        d = (np.uint64(kk) >> sh) & _M8
+                        j = np.uint64(o[d])
+                        o[d] = j + 1
+                        src = i if q == 0 else ia[i]
+                        if TOPK:
+                            src = si[src]
+                        oi[j] = src
+                        w = np.uint64(kk) ^ X
+                        if w == F or w == S:
+                            w = np.uint64(vr[src])
+                        else:
+                            w = w ^ (S if (w & S) != np.uint64(0) else F)
+                        out_v[r, j] = w
                 ks, kn = kn, ks
                 ia, ib = ib, ia
             if TOPP:  # q in float64 in sorted order, kept where the exclusive sum e <= p
@@ -327,11 +375,10 @@ def _make_rows(ISF, VMODE, PAR, TOPK, TOPP):
     return rows
 
 
-def rows(isf, vmode, par, topk=False, topp=False):
-    """The row kernel (``_make_rows``) for words of kind ``isf`` emitting values per ``vmode``;
-    chunks of rows in parallel (``par``) or in turn; a sort, top-k (``topk``) or top-p
-    (``topp``)."""
-    return variant(_make_rows, bool(isf), int(vmode), bool(par), bool(topk), bool(topp))
+def rows(vals, par, topk=False, topp=False):
+    """The row kernel (``_make_rows``) emitting values when ``vals``; chunks of rows in parallel
+    (``par``) or in turn; a sort, top-k (``topk``) or top-p (``topp``)."""
+    return variant(_make_rows, bool(vals), bool(par), bool(topk), bool(topp))
 
 
 # ----------------------------------------------------------------------------- parallel 1-D sort
@@ -360,49 +407,33 @@ def _hist_all(ks, hist):
             hist[b, d] += h2[b, d]
 
 
-def _make_keys_hist(ISF):
+@njit(cache=True, parallel=True)
+def keys_hist(v, isf, S, F, INF, D, starts, keys, hist):
+    """keys[i] = the key of the word v[i] (``_key``: of floats when ``isf``, else of integers),
+    and hist[c, b, d] = the keys of chunk c (starts) whose byte b is d: every byte's histogram
+    of a chunk right after its keys. (Loops from 0 over the chunk's slices: signed indices from
+    the chunk start would each need a negative-index fixup, and the keys would not vectorise.)"""
+    for c in prange(starts.size - 1):
+        vs = v[starts[c]:starts[c + 1]]
+        ks = keys[starts[c]:starts[c + 1]]
+        if isf:  # (``_float_keys``: why functions of their own)
+            _float_keys(vs, ks, S, F, INF, D)
+        else:
+            _int_keys(vs, ks, S, D)
+        hc = hist[c]  # zeroed in place: an array assignment would compile numpy's shape-error path
+        for b in range(v.itemsize):
+            for d in range(RADIX):
+                hc[b, d] = 0
+        _hist_all(ks, hc)
+
+
+def _make_scatter(VALS):
     @njit(cache=True, parallel=True)
-    def keys_hist(v, S, F, INF, D, starts, keys, hist):
-        """keys[i] = the key of the word v[i] (``_key`` of kind ISF), and hist[c, b, d] = the
-        keys of chunk c (starts) whose byte b is d: every byte's histogram of a chunk right
-        after its keys. (Loops from 0 over the chunk's slices: signed indices from the chunk
-        start would each need a negative-index fixup, and the keys would not vectorise.)"""
-        for c in prange(starts.size - 1):
-            vs = v[starts[c]:starts[c + 1]]
-            ks = keys[starts[c]:starts[c + 1]]
-            for i in range(vs.size):
-                kk = np.uint64(vs[i])
-                if ISF:
-                    a = kk & (F ^ S)
-                    neg = np.uint64((kk & S) != np.uint64(0))
-                    kk = kk ^ (S | ((np.uint64(0) - neg) & F))
-                    kk = S if a == np.uint64(0) else kk
-                    kk = F if a > INF else kk
-                else:
-                    kk = kk ^ S
-                ks[i] = kk ^ D
-            hc = hist[c]  # zeroed in place: an array assignment would compile numpy's shape-error path
-            for b in range(v.itemsize):
-                for d in range(RADIX):
-                    hc[b, d] = 0
-            _hist_all(ks, hc)
-    return keys_hist
-
-
-def keys_hist(isf):
-    """``keys_hist`` for words of kind ``isf``."""
-    return variant(_make_keys_hist, bool(isf))
-
-
-def _make_scatter(VMODE):
-    VALS = VMODE != 0
-    FLT = VMODE == 3
-
-    @njit(cache=True, parallel=True)
-    def scatter(kin, iin, first, last, starts, shift, offs, kout, iout, out_i, S, F, X, v, vout):
+    def scatter(kin, iin, first, last, starts, shift, offs, kout, iout, out_i, flt, S, F, X, v, vout):
         """One stable pass by the byte at ``shift``, each chunk from its offsets (the first
         pass: positions implicit): (key, position) pairs to kout, iout; the last pass
-        (``last``): positions (int64) to out_i, values per VMODE (``_value``) to vout."""
+        (``last``): positions (int64) to out_i, and when VALS the values (``_value``: of floats
+        when ``flt``, else of integers) to vout."""
         sh = np.uint64(shift)
         for c in prange(starts.size - 1):
             o = offs[c].copy()
@@ -410,31 +441,43 @@ def _make_scatter(VMODE):
             hi = starts[c + 1]
             ks = kin[lo:hi]
             js = iin[lo:hi] if not first else iin[0:0]
-            for i in range(ks.size):
-                k = ks[i]
-                d = (np.uint64(k) >> sh) & _M8
-                p = np.uint64(o[d])
-                o[d] = p + 1
-                src = lo + i if first else np.int64(js[i])
-                if last:
-                    out_i[p] = src
-                    if VALS:  # the value of the key (``_value``)
-                        kk = np.uint64(k) ^ X
-                        if FLT:
-                            if kk == F or kk == S:
-                                kk = np.uint64(v[src])
-                            else:
-                                kk = kk ^ (S if (kk & S) != np.uint64(0) else F)
-                        vout[p] = kk
-                else:
+            if not last:
+                for i in range(ks.size):
+                    k = ks[i]
+                    d = (np.uint64(k) >> sh) & _M8
+                    p = np.uint64(o[d])
+                    o[d] = p + 1
                     kout[p] = k
-                    iout[p] = src
+                    iout[p] = lo + i if first else np.int64(js[i])
+            elif not (VALS and flt):  # positions, and integer values (k ^ X): a loop per kind
+                for i in range(ks.size):
+                    k = ks[i]
+                    d = (np.uint64(k) >> sh) & _M8
+                    p = np.uint64(o[d])
+                    o[d] = p + 1
+                    out_i[p] = lo + i if first else np.int64(js[i])
+                    if VALS:
+                        vout[p] = np.uint64(k) ^ X
+            else:  # float values (``_value``; zeros and NaNs from the input)
+                for i in range(ks.size):
+                    k = ks[i]
+                    d = (np.uint64(k) >> sh) & _M8
+                    p = np.uint64(o[d])
+                    o[d] = p + 1
+                    src = lo + i if first else np.int64(js[i])
+                    out_i[p] = src
+                    w = np.uint64(k) ^ X
+                    if w == F or w == S:
+                        w = np.uint64(v[src])
+                    else:
+                        w = w ^ (S if (w & S) != np.uint64(0) else F)
+                    vout[p] = w
     return scatter
 
 
-def scatter(vmode):
-    """``scatter`` emitting values per ``vmode`` in its last pass."""
-    return variant(_make_scatter, int(vmode))
+def scatter(vals):
+    """``scatter`` emitting values in its last pass when ``vals``."""
+    return variant(_make_scatter, bool(vals))
 
 
 @njit(cache=True, parallel=True)

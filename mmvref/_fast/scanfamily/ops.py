@@ -139,7 +139,7 @@ def _psort(b, kp, vmode, X):
     isf, S, F, INF, D = kp
     keys = np.empty_like(b)
     hist = np.empty((C, nb, K.RADIX), np.int64)
-    K.keys_hist(isf)(b, S, F, INF, D, starts, keys, hist)
+    K.keys_hist(b, isf, S, F, INF, D, starts, keys, hist)
     tot = hist.sum(axis=0)
     # the bytes not constant over the keys (the top one if all are: one pass keeps the order)
     passes = [j for j in range(nb) if tot[j].max() < n] or [nb - 1]
@@ -151,14 +151,15 @@ def _psort(b, kp, vmode, X):
     ib = [np.empty(n if P > 1 else 0, itype), np.empty(n if P > 2 else 0, itype)]
     h = np.ascontiguousarray(hist[:, passes[0], :])
     cur_i = np.empty(0, itype)
-    kernel = K.scatter(vmode)
+    kernel = K.scatter(vmode != 0)
+    flt = vmode == 3
     for j, byte in enumerate(passes):
         last = j == P - 1
         nk, ni = kb[(j + 1) % 2], ib[j % 2]
         # offs[c, d] = all keys of smaller digits + keys of digit d in earlier chunks
         flat = h.T.reshape(-1)
         offs = np.ascontiguousarray((np.cumsum(flat) - flat).reshape(K.RADIX, C).T)
-        kernel(kb[j % 2], cur_i, j == 0, last, starts, 8 * byte, offs, nk, ni, out_i, S, F, X, b, out_v)
+        kernel(kb[j % 2], cur_i, j == 0, last, starts, 8 * byte, offs, nk, ni, out_i, flt, S, F, X, b, out_v)
         if not last:
             K.hist_byte(nk, starts, 8 * passes[j + 1], h)
             cur_i = ni
@@ -200,8 +201,9 @@ def _sort_rows(b, kp, vmode, X, k=None, topp=None):
         probs, p, u, out = topp
         if not par:
             out_i, kept = np.empty(n, np.int64), np.empty(n, np.float64)
-    K.rows(isf, vmode, par, k is not None, topp is not None)(
-        b, S, F, INF, D, X, m, ka, kb, ti, hist, passes, out_i, out_v, sel_i, probs, p, u, kept, out)
+    K.rows(vmode != 0, par, k is not None, topp is not None)(
+        b, isf, vmode == 3, S, F, INF, D, X, m, ka, kb, ti, hist, passes, out_i, out_v, sel_i, probs, p, u, kept,
+        out)
     return out_v, out_i
 
 
