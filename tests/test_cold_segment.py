@@ -32,6 +32,9 @@ from tests.compile_events import listener_source
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# the N-d reductions and the segment family's portable kernels: one portable path of plain loops and generic vector IR (no kernel chosen by the compile target)
+pytestmark = pytest.mark.native_only
+
 # ----------------------------------------------------------------------------- cold process
 
 PROBE = listener_source('mmvref._fast.segment', 'd.py_func.__module__.rpartition(".")[2] + "." + d.py_func.__qualname__') + r"""
@@ -85,7 +88,6 @@ def _kernel(name):
     return ["_portable_nd." + name + "__serial", "_portable_nd." + name + "__body"]
 
 
-@pytest.mark.native_only
 def test_first_call_compiles_one_kernel_and_a_second_process_none(tmp_path):
     """Each first call compiles the one kernel (and its body) made for its reduction, args, feature
     blocks and rows, its serial twin (the inputs are under ``PARALLEL_MIN`` elements): no parallel

@@ -325,6 +325,7 @@ def test_segment_sum_csr_short_rows_near_int32_limits(rows, overflow):
 
 
 @given(inputs(), st.sampled_from(["raise", "wrap"]))
+@pytest.mark.native_only  # one portable path of plain loops and generic vector IR: no kernel chosen by the compile target
 def test_segment_sum_csr(case, overflow):
     x, _, rng = case
     n = len(x)
@@ -347,6 +348,7 @@ def test_int_edges_overflow_raise_and_wrap(case, overflow, exclusive):
 
 
 @given(inputs())
+@pytest.mark.native_only  # one portable path of plain loops and generic vector IR: no kernel chosen by the compile target
 def test_compress(case):
     x, f, _ = case
     r = mmvref.compress(x, f)
@@ -361,6 +363,7 @@ def _np_compress_ind(x, mask):
 
 
 @given(inputs())
+@pytest.mark.native_only  # one portable path of plain loops and generic vector IR: no kernel chosen by the compile target
 def test_compress_ind(case):
     x, f, _ = case
     if x.dtype.kind == "f" and len(x):  # values are moved bit for bit: -0.0 and a NaN payload too

@@ -18,6 +18,9 @@ from hypothesis import strategies as st
 import mmvref
 from mmvref._fast.sparse import _portable_spgemm as _spgemm_kernels, ops as sparse_products
 
+# SpMM / SpGEMM: one portable path of plain loops and generic vector IR (no kernel chosen by the compile target)
+pytestmark = pytest.mark.native_only
+
 RESULT = {"int8": "int32", "int16": "int32", "int32": "int32", "int64": "int64",
           "float16": "float32", "float32": "float32", "float64": "float64"}
 # k covering every register block (64, 32, 16, 8) and a scalar tail of 1..7 columns

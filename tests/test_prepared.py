@@ -392,6 +392,7 @@ def test_matmat_out_that_overlaps_x():
         np.testing.assert_allclose(Xb, want, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.native_only  # SpMM: one portable path (no kernel chosen by the compile target)
 @pytest.mark.parametrize("per_thread", [None, 4])
 @pytest.mark.parametrize("k", [1, 16, 24])
 def test_bound_matmat_follows_out_update_values_and_the_thread_count(per_thread, k):

@@ -48,6 +48,9 @@ from hypothesis import strategies as st
 
 import mmvref
 
+# the N-d reductions: one portable path of plain loops and generic vector IR (no kernel chosen by the compile target)
+pytestmark = pytest.mark.native_only
+
 DTYPES = ["int8", "int16", "int32", "int64", "float16", "float32", "float64"]
 RESULT = {"int8": "int32", "int16": "int32", "int32": "int32", "int64": "int64",
           "float16": "float32", "float32": "float32", "float64": "float64"}
