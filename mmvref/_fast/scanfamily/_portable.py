@@ -24,8 +24,8 @@ Cold start: a first call with an empty Numba cache compiles every kernel it
 reaches, so the path of a small input (and of 2-D inputs, and of top-p) is one
 dispatcher, made by a factory (``_variants.variant``) whose constants select code at
 compile time: values emitted or not, chunks in parallel or in turn, a sort, top-k
-or top-p. Whether the words are floats or integers is an argument (tested once per
-loop), so the integers and floats of one width (int32 and float32) share a compiled
+or top-p. Whether the words are floats or integers is an argument (tested outside the
+loops), so the integers and floats of one width (int32 and float32) share a compiled
 kernel: a first sort of float32 after one of int32 compiles nothing. Each variant is a closure with its
 own Numba cache entry (the cache keys an entry by the closure's cell values),
 and a call compiles only its own; one chunk (small inputs, one thread) takes
@@ -134,27 +134,24 @@ def _sf(a):
 
 
 @njit(cache=True)
-def _float_keys(v, out, S, F, INF, D):
-    """out[i] = the key of the float word v[i] (``_key``; branch-free, so the loop vectorises).
-    The row kernels call this or ``_int_keys`` as the words' kind is: functions of their own,
-    not inlined, as LLVM merged the two loops written out behind a test of the kind into one
-    loop computing both keys (a sort of int8 rows took a third longer)."""
-    for i in range(v.size):
-        kk = np.uint64(v[i])
-        a = kk & (F ^ S)
-        neg = np.uint64((kk & S) != np.uint64(0))
-        kk = kk ^ (S | ((np.uint64(0) - neg) & F))
-        kk = S if a == np.uint64(0) else kk
-        kk = F if a > INF else kk
-        out[i] = kk ^ D
-
-
-@njit(cache=True)
-def _int_keys(v, out, S, D):
-    """out[i] = the key of the integer word v[i] (``_key``): the sign bit flipped (S), every bit
-    when descending (D)."""
-    for i in range(v.size):
-        out[i] = np.uint64(v[i]) ^ S ^ D
+def _row_keys(v, out, isf, S, F, INF, D):
+    """out[i] = the key of the word v[i] (``_key``: of floats when ``isf``, else of integers),
+    by a branch-free loop per kind (each vectorises). The row kernels call this function (of
+    its own, not inlined: the two loops written out in a row kernel behind a test of ``isf``
+    were merged by LLVM into one loop computing both keys, and a sort of int8 rows took a third
+    longer)."""
+    if isf:
+        for i in range(v.size):
+            kk = np.uint64(v[i])
+            a = kk & (F ^ S)
+            neg = np.uint64((kk & S) != np.uint64(0))
+            kk = kk ^ (S | ((np.uint64(0) - neg) & F))
+            kk = S if a == np.uint64(0) else kk
+            kk = F if a > INF else kk
+            out[i] = kk ^ D
+    else:
+        for i in range(v.size):
+            out[i] = np.uint64(v[i]) ^ S ^ D
 
 
 @njit(cache=True)
@@ -163,7 +160,7 @@ def _select_smallest(kc, kn, ci, si, h, k):
     radix select (ties: the lower position is kept at the cut), as ``select_seq`` does; kc and
     ci (positions, of kc's size) are overwritten as the candidates are compacted in place, h
     (RADIX,) is scratch. The row kernels' top-k selection: a function of its own, as
-    ``_float_keys`` (the row kernel with these loops written out took 5-9% longer on int32
+    ``_row_keys`` (the row kernel with these loops written out took 5-9% longer on int32
     rows), and not ``select_seq`` itself, whose fresh arrays at the first compaction and
     explicit fill offsets cost those rows another 10-15% (measured)."""
     m = kc.size
@@ -219,8 +216,8 @@ def _make_rows(VALS, PAR, TOPK, TOPP):
         (one pass on the top byte if all are). Positions to out_i[r]; when VALS, values to
         out_v[r] (``_value``: of floats when ``flt``, else of integers). ``isf`` and ``flt`` are
         arguments, not constants, so the integers and floats of one width share one compiled
-        kernel; they are tested outside the loops (the keys by a function per kind, the last
-        pass by a loop per kind): tested per element, they cost int8 rows a third of their time.
+        kernel; they are tested outside the loops (the keys by ``_row_keys``, the last pass by a
+        loop per kind): tested per element, they cost int8 rows a third of their time.
 
         TOPK (top-k): only the k (>= 1) smallest keys are sorted, chosen first by
         ``_select_smallest``'s MSB-first radix select (ties: the lower position is kept at the
@@ -250,11 +247,7 @@ def _make_rows(VALS, PAR, TOPK, TOPP):
             else:
                 oi = out_i[r]
             vr = v[r]
-            # keys (``_key``), by a function per kind (``_float_keys``, ``_int_keys``)
-            if isf:
-                _float_keys(vr, kc, S, F, INF, D)
-            else:
-                _int_keys(vr, kc, S, D)
+            _row_keys(vr, kc, isf, S, F, INF, D)  # the keys (``_key``)
             m = n  # the keys to sort: ks[:m]
             ks = kc
             if TOPK:  # select the k smallest into kn[:k] (positions si), then sort those
@@ -416,10 +409,7 @@ def keys_hist(v, isf, S, F, INF, D, starts, keys, hist):
     for c in prange(starts.size - 1):
         vs = v[starts[c]:starts[c + 1]]
         ks = keys[starts[c]:starts[c + 1]]
-        if isf:  # (``_float_keys``: why functions of their own)
-            _float_keys(vs, ks, S, F, INF, D)
-        else:
-            _int_keys(vs, ks, S, D)
+        _row_keys(vs, ks, isf, S, F, INF, D)
         hc = hist[c]  # zeroed in place: an array assignment would compile numpy's shape-error path
         for b in range(v.itemsize):
             for d in range(RADIX):
