@@ -95,7 +95,7 @@ def _probe(cache):
 ROWS = "scanfamily._portable._make_rows.<locals>.rows"
 #: the functions the row kernel calls: compiled with it (nested events after its own) when no
 #: earlier kernel compiled them for these words
-ROW_HELPERS = {"scanfamily._portable._row_keys", "scanfamily._portable._select_smallest"}
+ROW_HELPERS = {"scanfamily._portable._row_keys", "scanfamily._portable.select_seq"}
 
 
 def test_first_call_compiles_one_kernel_and_a_second_process_none(tmp_path):

@@ -154,58 +154,6 @@ def _row_keys(v, out, isf, S, F, INF, D):
             out[i] = np.uint64(v[i]) ^ S ^ D
 
 
-@njit(cache=True)
-def _select_smallest(kc, kn, ci, si, h, k):
-    """The k (>= 1) smallest keys of kc to kn[:k] and their positions to si[:k], by an MSB-first
-    radix select (ties: the lower position is kept at the cut), as ``select_seq`` does; kc and
-    ci (positions, of kc's size) are overwritten as the candidates are compacted in place, h
-    (RADIX,) is scratch. The row kernels' top-k selection: a function of its own, as
-    ``_row_keys`` (the row kernel with these loops written out took 5-9% longer on int32
-    rows), and not ``select_seq`` itself, whose fresh arrays at the first compaction and
-    explicit fill offsets cost those rows another 10-15% (measured)."""
-    m = kc.size
-    need = k
-    b = kc.itemsize - 1
-    ns = 0
-    implicit = True  # positions 0..m-1 until the first compaction
-    while b >= 0 and 0 < need < m:
-        sh = np.uint64(8 * b)
-        for d in range(RADIX):
-            h[d] = 0
-        for i in range(m):
-            h[(np.uint64(kc[i]) >> sh) & _M8] += 1
-        cum = 0
-        d = 0
-        while cum + h[d] < need:
-            cum += h[d]
-            d += 1
-        b -= 1
-        if h[d] == m:
-            continue
-        j = 0  # candidates compacted in place: write position j <= read position i
-        ud = np.uint64(d)
-        for i in range(m):
-            kk = kc[i]
-            dd = (np.uint64(kk) >> sh) & _M8
-            pos = i if implicit else ci[i]
-            if dd < ud:
-                kn[ns] = kk
-                si[ns] = pos
-                ns += 1
-            elif dd == ud:
-                kc[j] = kk
-                ci[j] = pos
-                j += 1
-        implicit = False
-        m = h[d]
-        need -= cum
-    # every candidate left has the same key (or all of them are wanted): the first ``need``
-    for i in range(need):
-        kn[ns] = kc[i]
-        si[ns] = i if implicit else ci[i]
-        ns += 1
-
-
 def _make_rows(VALS, PAR, TOPK, TOPP):
     @njit(cache=True, parallel=PAR)
     def rows(v, isf, flt, S, F, INF, D, X, k, ka, kb, ti, hist, passes, out_i, out_v, sel_i, probs, p, u, kept,
@@ -220,7 +168,7 @@ def _make_rows(VALS, PAR, TOPK, TOPP):
         loop per kind): tested per element, they cost int8 rows a third of their time.
 
         TOPK (top-k): only the k (>= 1) smallest keys are sorted, chosen first by
-        ``_select_smallest``'s MSB-first radix select (ties: the lower position is kept at the
+        ``select_seq``'s MSB-first radix select (ties: the lower position is kept at the
         cut). TOPP (top-p): the positions to a row buffer, then the draw (``top_p_sample``)
         from probs[r], p and u[r] into out[r]. Rows in parallel (PAR), each a task with
         buffers of its own, or in turn in the buffers ka, kb (keys), ti (int64) of a row's
@@ -253,7 +201,7 @@ def _make_rows(VALS, PAR, TOPK, TOPP):
             if TOPK:  # select the k smallest into kn[:k] (positions si), then sort those
                 ci = tc
                 si = np.empty(k, np.int64) if PAR else sel_i
-                _select_smallest(kc, kn, ci, si, hc[0], k)
+                select_seq(kc, ci, True, n, k, nb - 1, kn, si, 0, hc[0])
                 m = k
                 ks = kn
                 kn = kc
@@ -503,15 +451,20 @@ def values_of(keys, idx, vmode, X, v, out):
 # ----------------------------------------------------------------------------- top-k
 
 @njit(cache=True)
-def select_seq(cv, ci, implicit, m, need, b, sel_k, sel_i, ns):
-    """MSB-first radix select of the ``need`` smallest keys among cv[:m]
-    (positions ci, or implicit 0..m-1), bytes b..0 left; appends them to
-    sel_k/sel_i from ns in groups of increasing key, each group in position
-    order (ties: the lower position is kept at the cut). Returns the new fill."""
-    h = np.zeros(RADIX, np.int64)
+def select_seq(cv, ci, implicit, m, need, b, sel_k, sel_i, ns, h):
+    """MSB-first radix select of the ``need`` smallest keys among cv[:m] (positions
+    ci, or implicit 0..m-1), bytes b..0 left; appends them to sel_k/sel_i from ns
+    in groups of increasing key, each group in position order (ties: the lower
+    position is kept at the cut). Returns the new fill. The candidates are
+    compacted in place (write position j <= read position i): cv[:m] and ci[:m]
+    are overwritten, so ci must hold m entries also when the positions are
+    implicit. h: (RADIX,) scratch. The row kernels' top-k selection too: a function
+    of its own, not written out in their loop (with these loops inline, a row
+    kernel took 5-9% longer on int32 rows)."""
     while b >= 0 and 0 < need < m:
         sh = np.uint64(8 * b)
-        h[:] = 0
+        for d in range(RADIX):
+            h[d] = 0
         for i in range(m):
             h[(np.uint64(cv[i]) >> sh) & _M8] += 1
         cum = 0
@@ -522,12 +475,6 @@ def select_seq(cv, ci, implicit, m, need, b, sel_k, sel_i, ns):
         b -= 1
         if h[d] == m:
             continue
-        if implicit:  # first compaction: fresh buffers with explicit positions
-            nv = np.empty(h[d], cv.dtype)
-            ni = np.empty(h[d], np.int64)
-        else:  # in place: write position j <= read position i
-            nv = cv
-            ni = ci
         j = 0
         ud = np.uint64(d)
         for i in range(m):
@@ -539,11 +486,9 @@ def select_seq(cv, ci, implicit, m, need, b, sel_k, sel_i, ns):
                 sel_i[ns] = pos
                 ns += 1
             elif dd == ud:
-                nv[j] = k
-                ni[j] = pos
+                cv[j] = k
+                ci[j] = pos
                 j += 1
-        cv = nv
-        ci = ni
         implicit = False
         m = h[d]
         need -= cum

@@ -362,7 +362,7 @@ def _topk_1d(b, k, kp, vmode, X):
                     _, j = _sort_rows(ck.reshape(1, tot), _ident(nb), 0, np.uint64(0), k=k)
                     idx = ci[j.reshape(k)]
                     return b[idx], idx
-                K.select_seq(ck, ci, False, tot, k, nb - 1, sel_k, sel_i, 0)
+                K.select_seq(ck, ci, False, tot, k, nb - 1, sel_k, sel_i, 0, np.empty(K.RADIX, np.int64))
                 done = True
     if not done and (n < PAR_MIN or not par):  # sequential: the row kernels on one row
         sv, idx = _topk_rows(b.reshape(1, n), k, kp, vmode, X)
@@ -391,7 +391,9 @@ def _topk_1d(b, k, kp, vmode, X):
             ns += below
             need -= below
             byte -= 1
-        K.select_seq(cv, ci, implicit, m, need, byte, sel_k, sel_i, ns)
+        if implicit:  # compacted in place: positions need a buffer of their own
+            ci = np.empty(m, np.int64)
+        K.select_seq(cv, ci, implicit, m, need, byte, sel_k, sel_i, ns, np.empty(K.RADIX, np.int64))
     if k >= PAR_MIN and par:
         sk, perm = _psort(sel_k, _ident(nb), 1, np.uint64(0))  # sk: the sorted keys
         out_i = sel_i[perm]
