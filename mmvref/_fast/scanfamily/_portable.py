@@ -24,10 +24,10 @@ Cold start: a first call with an empty Numba cache compiles every kernel it
 reaches, so the path of a small input (and of 2-D inputs, and of top-p) is one
 dispatcher, made by a factory (``_variants.variant``) whose constants select code at
 compile time: values emitted or not, chunks in parallel or in turn, a sort, top-k
-or top-p. Whether the words are floats or integers is an argument (tested outside the
-loops), so the integers and floats of one width (int32 and float32) share a compiled
-kernel: a first sort of float32 after one of int32 compiles nothing. Each variant is a closure with its
-own Numba cache entry (the cache keys an entry by the closure's cell values),
+or top-p. Whether the words are floats or integers is an argument (tested outside
+the loops), so the integers and floats of one width (int32 and float32) share a
+compiled kernel: a first sort of float32 after one of int32 compiles nothing.
+Each variant is a closure with its own Numba cache entry (the cache keys an entry by the closure's cell values),
 and a call compiles only its own; one chunk (small inputs, one thread) takes
 the sequential variants, which compile several times faster than
 ``parallel=True`` kernels. Their helpers are written out in the body rather
