@@ -146,6 +146,28 @@ def _reuse_memory():
         raise SystemExit("--reuse-memory: mallopt failed (not glibc?)")
 
 
+def _check_targets(cpus):
+    """Refuse, before any benchmark runs, a ``--target`` CPU name that Numba cannot compile for
+    (LLVM knows no such CPU, e.g. "native"): ``import mmvref`` compiled for it, in a child
+    process, as ``_other_target`` runs it (an unknown name aborts inside LLVM after minutes of
+    the native build otherwise)."""
+    import os
+    import subprocess
+    import tempfile
+
+    for cpu in cpus:
+        with tempfile.TemporaryDirectory(prefix=f"mmvref-bench-check-{cpu}-") as tmp:
+            env = dict(os.environ, NUMBA_CPU_NAME=cpu, NUMBA_CPU_FEATURES="", NUMBA_CACHE_DIR=tmp)
+            proc = subprocess.run([sys.executable, "-c", "import mmvref"], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+        if proc.returncode != 0:
+            said = [line for line in proc.stdout.splitlines() if line.strip()]
+            why = next((line for line in said if "not a recognized processor" in line), said[-1] if said else "")
+            raise SystemExit(f"--target {cpu}: Numba cannot compile for this CPU name (LLVM CPU names such as "
+                             f"haswell, skylake-avx512, x86-64; the host's build is always run): "
+                             f"{why or f'exit {proc.returncode}'}")
+
+
 def _other_target(cpu, args, log):
     """Run our rows of the same benchmarks compiled for ``cpu`` in a child process
     (``NUMBA_CPU_NAME=cpu``, ``NUMBA_CPU_FEATURES=""``: the features that CPU has, not
@@ -196,7 +218,9 @@ def main(argv=None):
     ap.add_argument("--target", nargs="+", metavar="CPU", default=[],
                     help="also run our ops compiled for these LLVM CPU names (e.g. haswell: AVX2 without "
                          "AVX-512; x86-64: the SSE2 baseline), each in a child process, and report them beside "
-                         "the native build (each build's x copy uses the copy measured in its own process)")
+                         "the native build (each build's x copy uses the copy measured in its own process); "
+                         "each name is checked before anything runs (the native build always runs: 'native' is "
+                         "not a name to give)")
     ap.add_argument("--smoke", action="store_true",
                     help="run every case once after its warm-up call, without timing rounds: shows that each "
                          "case compiles and runs (CI runs the quick benchmark so for the x86-64 baseline); the "
@@ -204,6 +228,7 @@ def main(argv=None):
     ap.add_argument("--ours-only", action="store_true", help=argparse.SUPPRESS)  # the child of --target
     args = ap.parse_args(argv)
     args.runs = max(5, args.runs)
+    _check_targets(args.target)
     if args.reuse_memory:
         _reuse_memory()
     names = list(dict.fromkeys(m for n in (args.ops or op_names()) for m in GROUPS.get(n, [n])))
