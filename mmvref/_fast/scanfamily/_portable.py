@@ -165,7 +165,8 @@ def _make_rows(VALS, PAR, TOPK, TOPP):
         out_v[r] (``_value``: of floats when ``flt``, else of integers). ``isf`` and ``flt`` are
         arguments, not constants, so the integers and floats of one width share one compiled
         kernel; they are tested outside the loops (the keys by ``_row_keys``, the last pass by a
-        loop per kind): tested per element, they cost int8 rows a third of their time.
+        loop per kind): tested per element, they cost int8 rows a third of their time (the
+        keys) and int16 rows 15% (the last pass).
 
         TOPK (top-k): only the k (>= 1) smallest keys are sorted, chosen first by
         ``select_seq``'s MSB-first radix select (ties: the lower position is kept at the
@@ -257,8 +258,8 @@ def _make_rows(VALS, PAR, TOPK, TOPP):
                         kn[j] = kk
                         ib[j] = i if q == 0 else ia[i]
                 elif not (VALS and flt):  # the last pass: positions, and integer values (k ^ X)
-                    # (a loop of its own per kind: a test of ``flt`` per key cost a sort of
-                    # int8 rows a third of its time)
+                    # (a loop of its own per kind: one loop testing ``flt`` per key, measured,
+                    # made sorts of 200x1000 rows 15% slower for int16, 6% for int32 and float32)
                     for i in range(m):
                         kk = ks[i]
                         d = (np.uint64(kk) >> sh) & _M8
