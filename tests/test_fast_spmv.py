@@ -605,3 +605,65 @@ def test_avx2_path_reads_x_with_gather_instructions(index_dtype, dtype, mnemonic
     fresh = numba.njit(K.float_rows_serial.py_func)  # uncached: a cached library keeps no assembly
     fresh.compile(sig)
     assert mnemonic in fresh.inspect_asm(sig)
+
+
+# ----------------------------------------------------------------------------- runs of consecutive columns
+
+def share_of_consecutive_stretches(indices, lanes):
+    """Plain loops: of the stretches of ``lanes`` neighbouring entries (every start), the share whose
+    columns go up by one at each step."""
+    total = hits = 0
+    for s in range(len(indices) - lanes + 1):
+        total += 1
+        hits += all(int(indices[s + j + 1]) - int(indices[s + j]) == 1 for j in range(lanes - 1))
+    return hits / total
+
+
+@pytest.mark.parametrize("lanes", [4, 8, 16])
+@pytest.mark.parametrize("run", [1, 2, 3, 4, 8, 16, 40])
+def test_short_runs_counts_stretches_of_consecutive_columns(lanes, run):
+    """``_short_runs`` on matrices of rows made of runs of ``run`` consecutive columns, against a
+    plain count of the stretches: all entries below the sample size; for a larger one, whose
+    windows all look alike, the sample gives the same answer."""
+    rng = np.random.default_rng(run * 100 + lanes)
+    starts = rng.choice(np.arange(0, 1_000_000, 64), 3000 // run, replace=False)
+    indices = (starts[:, None] + np.arange(run)).reshape(-1).astype(np.int32)
+    share = share_of_consecutive_stretches(indices, lanes)
+    assert spmv_mod._short_runs(indices, lanes) == (share < spmv_mod.RUN_SHARE)
+    big = np.tile(indices[: (len(indices) // run) * run], 40)
+    assert big.size > spmv_mod.RUN_SAMPLES * spmv_mod.RUN_WINDOW
+    assert spmv_mod._short_runs(big, lanes) == (share < spmv_mod.RUN_SHARE)
+    assert spmv_mod._short_runs(indices[: lanes - 1], lanes)  # shorter than one stretch: no run
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("run", [2, 16])
+def test_avx2_rows_in_short_runs_take_the_batches(dtype, run):
+    """On the AVX2 path, rows of 30 entries (above its LONG_ROW) take simd_dot per row when their
+    columns come in runs of 16, the scalar batches (LONG_ROW_SHORT_RUNS) when in runs of 2; spmv and a
+    prepared matrix decide alike (same bits), and both are within the bound."""
+    if not (_target.supports(_target.target(), "avx2") and _target.supports(_target.host_target(), "avx2")):
+        pytest.skip("no avx2 path for this compile target or CPU")
+    import mmvref
+
+    rng = np.random.default_rng(run)
+    m, n = 3000, 100_000
+    rows = [np.sort(rng.choice(np.arange(0, n - run, run), 30 // run, replace=False))[:, None] + np.arange(run)
+            for _ in range(m)]
+    indices = np.concatenate([r.reshape(-1) for r in rows]).astype(np.int32)
+    indptr = np.arange(0, indices.size + 1, indices.size // m).astype(np.int32)
+    data = rng.uniform(-1, 1, indices.size).astype(dtype)
+    x = rng.uniform(-1, 1, n).astype(dtype)
+    old = spmv_mod._LEVEL
+    spmv_mod._LEVEL = "avx2"
+    try:
+        P = spmv_mod._path()
+        R, E = spmv_mod.spmv_plan(indptr, m, indices.size)
+        run_ = spmv_mod.FloatSpmv(indptr, indices, data, R, E)
+        assert run_.long_row == (P.LONG_ROW_SHORT_RUNS if run == 2 else P.LONG_ROW)
+        y = spmv((indptr, indices, data, (m, n)), x)
+        yp = mmvref.prepare((indptr, indices, data, (m, n))) @ x
+    finally:
+        spmv_mod._LEVEL = old
+    assert_spmv_float(y, indptr, indices, data, x)
+    np.testing.assert_array_equal(yp, y)

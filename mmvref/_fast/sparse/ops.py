@@ -214,8 +214,8 @@ class FloatSpmv:
     that is not takes the dispatcher). ``__call__(xk, y)`` writes y = A xk, the rows cut by chunk
     borders combined, and returns the kernel's structure flags (umax, bad)."""
 
-    __slots__ = ("indptr", "indices", "data", "R", "E", "C", "rdt", "kernel", "path", "entry", "_scratch",
-                 "batches", "batch_mode")
+    __slots__ = ("indptr", "indices", "data", "R", "E", "C", "rdt", "kernel", "path", "long_row", "entry",
+                 "_scratch", "batches", "batch_mode")
 
     def __init__(self, indptr, indices, data, R, E, plan_batches=False):
         """``plan_batches`` (a matrix whose structure was checked: ``PreparedMatrix``): the first call
@@ -224,7 +224,12 @@ class FloatSpmv:
         self.C = R.size - 1
         self.rdt = data.dtype
         self.path = P = _path()
+        self.long_row = P.LONG_ROW
         long_rows, short_rows = _row_kinds(indptr, R, P.LONG_ROW)
+        if long_rows and P.LONG_ROW < getattr(P, "LONG_ROW_SHORT_RUNS", 0) and _short_runs(indices, K.lanes(self.rdt)):
+            # rows of LONG_ROW.. entries whose columns come in runs shorter than a vector: batches
+            self.long_row = P.LONG_ROW_SHORT_RUNS
+            long_rows, short_rows = _row_kinds(indptr, R, self.long_row)
         self.kernel = K.float_kernel(self.C > 1, long_rows, short_rows)
         self.entry = None
         self._scratch = threading.local()
@@ -247,7 +252,7 @@ class FloatSpmv:
         first, last, umax, bad = sc
         P = self.path
         self.entry(self.indptr, self.indices, self.data, xk, y, self.R, self.E, first, last, umax, bad, P.GATHER,
-                   P.LONG_ROW, P.SCALAR_SHORT, self.batches, self.batch_mode)
+                   self.long_row, P.SCALAR_SHORT, self.batches, self.batch_mode)
         if self.C == 1:  # row 0 is the chunk's first part (added to 0, as combine does: -0.0 becomes 0.0)
             y[0] = self.rdt.type(0) + first[0]
         else:
@@ -261,7 +266,7 @@ class FloatSpmv:
         bad = np.zeros(C, dtype=np.bool_)
         mode = self.batch_mode
         args = (self.indptr, self.indices, self.data, xk, y, self.R, self.E, first, last, umax, bad, P.GATHER,
-                P.LONG_ROW, P.SCALAR_SHORT, self.batches, mode)
+                self.long_row, P.SCALAR_SHORT, self.batches, mode)
         fl = xk.flags
         plain_x = fl.c_contiguous and fl.aligned and fl.writeable and xk.ndim == 1
         if self.entry is not None and plain_x and xk.dtype == rdt:
@@ -316,6 +321,38 @@ def _row_kinds(indptr, R, long_row):
         return lng, not lng
     kinds = K.row_kinds(indptr, R, long_row)
     return bool(kinds & 1), bool(kinds & 2)
+
+
+#: ``_short_runs`` reads this many windows of RUN_WINDOW consecutive entries, evenly spaced
+RUN_SAMPLES = 64
+RUN_WINDOW = 64
+#: below this share of vector-long stretches of consecutive columns, a matrix's runs are short
+RUN_SHARE = 0.5
+
+
+def _short_runs(indices, lanes):
+    """Whether few of the matrix's stretches of ``lanes`` neighbouring entries hold consecutive
+    columns (the stretches ``simd_dot`` reads with one contiguous load instead of a gather): under
+    RUN_SHARE of the stretches at every offset within RUN_SAMPLES evenly spaced windows of
+    RUN_WINDOW entries (all entries when fewer). A function of the structure alone, so ``spmv`` and
+    a prepared matrix decide alike; stretches across a row border count (as broken ones, mostly).
+    Shares on the attention matrices, which fixed the threshold (``_avx2.LONG_ROW_SHORT_RUNS``):
+    b-2 0.14-0.22 (8 lanes) / 0.27-0.45 (4 lanes), b-4 0.24-0.39 / 0.50-0.67, b-16 0.71-0.79 /
+    0.87-0.91; a random matrix about 0."""
+    nnz = indices.shape[0]
+    if nnz <= RUN_SAMPLES * RUN_WINDOW:
+        sample = indices.reshape(1, -1)
+    else:
+        starts = np.linspace(0, nnz - RUN_WINDOW, RUN_SAMPLES).astype(np.int64)
+        sample = indices[starts[:, None] + np.arange(RUN_WINDOW)]
+    if sample.shape[1] < lanes:
+        return True
+    # steps[:, j] = consecutive steps among the first j neighbour pairs; a stretch j..j+lanes-1 is
+    # consecutive when all its lanes-1 pairs are
+    steps = np.zeros((sample.shape[0], sample.shape[1]), np.int32)
+    np.cumsum(np.diff(sample, axis=1) == 1, axis=1, out=steps[:, 1:])
+    runs = steps[:, lanes - 1:] - steps[:, :1 - lanes or None] == lanes - 1
+    return np.count_nonzero(runs) < RUN_SHARE * runs.size
 
 
 def _combine(y, R, first, last, kernel=None):
