@@ -667,3 +667,31 @@ def test_avx2_rows_in_short_runs_take_the_batches(dtype, run):
         spmv_mod._LEVEL = old
     assert_spmv_float(y, indptr, indices, data, x)
     np.testing.assert_array_equal(yp, y)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rows_of_negative_zero_products_give_positive_zero(level, dtype):
+    """Every row's sum starts from +0.0, as a plain loop's does: rows whose products are all -0.0
+    (row 0, the one chunk's first part, included) give +0.0; on one chunk, split, and prepared."""
+    import mmvref
+
+    m = 50
+    lens = np.arange(m) % 7 + 1
+    indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+    indices = np.arange(indptr[-1], dtype=np.int32) % 9
+    data = np.full(indptr[-1], -1.0, dtype)
+    x = np.zeros(9, dtype)
+    want = np.zeros(m, dtype)
+    for r in range(m):  # plain loop: s = +0.0, then s += a * x
+        s = np.dtype(dtype).type(0.0)
+        for j in range(indptr[r], indptr[r + 1]):
+            s = s + data[j] * x[indices[j]]
+        want[r] = s
+    assert not np.signbit(want).any() and (data[:1] * x[:1] == 0).all() and np.signbit(data[:1] * x[:1]).all()
+    A = (indptr, indices, data, (m, 9))
+    for ctx in (contextlib.nullcontext(), many_chunks()):
+        with ctx:
+            P = mmvref.prepare(A)
+            for y in (spmv(A, x), P @ x, P @ x):  # (the second product: the bound kernel)
+                np.testing.assert_array_equal(y, want)
+                assert not np.signbit(y).any()

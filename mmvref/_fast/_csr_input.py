@@ -60,8 +60,9 @@ def shape_pair(shape):
 
 def index_arrays(indptr, indices, data, m, n, name="A"):
     """Cheap O(1) checks and dtypes; the O(nnz) checks are fused into the kernels."""
-    indptr = int_array(indptr, "indptr")
-    indices = int_array(indices, "indices")
+    if not (_plain_index(indptr) and _plain_index(indices)):  # (else int_array returns them as they are)
+        indptr = int_array(indptr, "indptr")
+        indices = int_array(indices, "indices")
     nnz = data.shape[0]
     if indptr.shape[0] != m + 1:
         raise ValueError(f"indptr has length {indptr.shape[0]} but {name} has {m} rows (expected {m + 1})")
@@ -83,6 +84,17 @@ def index_arrays(indptr, indices, data, m, n, name="A"):
     if indices.dtype.kind == "u" and indices.dtype.itemsize >= 4 and nnz and indices.max() >= n:
         raise_invalid(indptr, indices, data, n, name)
     return _signed_index(indptr, nnz), _signed_index(indices, n)
+
+
+_PLAIN_INDEX = (np.dtype(np.int32), np.dtype(np.int64))
+
+
+def _plain_index(a):
+    """A 1-D C-contiguous, writeable, native int32 / int64 ndarray: an index array as the kernels take it."""
+    if type(a) is not np.ndarray or a.ndim != 1 or a.dtype not in _PLAIN_INDEX:
+        return False
+    f = a.flags
+    return f.c_contiguous and f.writeable
 
 
 def _signed_index(a, bound):

@@ -629,7 +629,13 @@ def float_kernel(parallel, long_rows=True, short_rows=True):
     ``long_row`` argument, and per batch by ``scalar_short`` and the batch's columns.
     ``float_rows`` and ``float_rows_serial`` are the kernel with every path."""
     key = (bool(parallel), bool(long_rows), bool(short_rows))
-    return variant(_make_float, *key, name=flag_name("float_", ("parallel", "long", "short"), key))
+    k = _FLOAT_KERNELS.get(key)  # (a prepared matrix's first product: the name is not built again)
+    if k is None:
+        k = _FLOAT_KERNELS[key] = variant(_make_float, *key, name=flag_name("float_", ("parallel", "long", "short"), key))
+    return k
+
+
+_FLOAT_KERNELS = {}
 
 
 @functools.lru_cache(maxsize=None)
@@ -805,7 +811,8 @@ def _make_float(parallel, long_rows, short_rows):
     def float_rows(indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row,
                    scalar_short, batches, batch_mode):
         """y[r] for the whole rows of every chunk; partial sums of the chunk's
-        boundary rows into first/last (see the module docstring). ``x`` and ``y``
+        boundary rows into first/last (see the module docstring; one chunk: its first
+        row is written to y as well, and ``combine`` is not needed). ``x`` and ``y``
         have the accumulator dtype. Per chunk: umax_out = largest raw column
         index read, bad_out = an inconsistent row offset was seen. ``kind`` (a
         ``Gather``) and ``long_row`` are the kernel path's.
@@ -828,6 +835,10 @@ def _make_float(parallel, long_rows, short_rows):
         for c in prange(R.size - 1):
             body(np.int64(c), indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row,
                  scalar_short, batches, batch_mode, m, nc, small_x)
+        if R.size == 2 and R[0] < m:
+            # one chunk: its first row's part is the row (added to 0, as ``combine`` does: -0.0
+            # becomes 0.0); here rather than by the caller (0.25 us of a 1,000-row product's 3.5)
+            y[R[0]] = 0.0 + first[0]
 
     return njit(cache=True, parallel=parallel)(float_rows)
 

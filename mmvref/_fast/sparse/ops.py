@@ -148,9 +148,14 @@ def spmv_plan(indptr, m, nnz):
     combined from the chunks' parts afterwards). A structure without rows outside every chunk
     (offsets in order) gives R[0] = 0 and R[-1] = m."""
     C = _n_chunks(nnz + K.ROW_COST * m)
-    if C == 1:  # one chunk: all rows, all entries (what partition gives; the kernels check every row)
-        return np.array([0, m], np.int64), np.array([0, nnz], np.int64)
+    if C == 1:
+        return one_chunk_plan(m, nnz)
     return K.partition(indptr, C, K.ROW_COST)
+
+
+def one_chunk_plan(m, nnz):
+    """The plan of one chunk: all rows, all entries (what partition gives; the kernels check every row)."""
+    return np.array([0, m], np.int64), np.array([0, nnz], np.int64)
 
 
 def one_chunk_for_any_threads(m, nnz):
@@ -232,7 +237,7 @@ class FloatSpmv:
             long_rows, short_rows = _row_kinds(indptr, R, self.long_row)
         self.kernel = K.float_kernel(self.C > 1, long_rows, short_rows)
         self.entry = None
-        self._scratch = threading.local()
+        self._scratch = {}  # thread id -> that thread's scratch (a dict: threading.local() costs a first product 0.5 us)
         planned = plan_batches and short_rows
         self.batches = np.zeros(K.batch_plan_size(E[-1], self.C) if planned else 0, np.int64)
         self.batch_mode = 1 if planned else 0  # 2 once a call has recorded the plan
@@ -244,26 +249,34 @@ class FloatSpmv:
         go to scratch arrays of the calling thread (a thread runs one product at a time; their
         values are written by the kernel before they are read), not four new arrays a call. The
         structure flags are not returned: a bound matrix was checked before (``PreparedMatrix``)."""
-        sc = getattr(self._scratch, "arrays", None)
-        if sc is None:
-            C = self.C
-            sc = self._scratch.arrays = (np.zeros(C, self.rdt), np.zeros(C, self.rdt), np.zeros(C, np.uint64),
-                                         np.zeros(C, np.bool_))
-        first, last, umax, bad = sc
-        P = self.path
-        self.entry(self.indptr, self.indices, self.data, xk, y, self.R, self.E, first, last, umax, bad, P.GATHER,
-                   self.long_row, P.SCALAR_SHORT, self.batches, self.batch_mode)
-        if self.C == 1:  # row 0 is the chunk's first part (added to 0, as combine does: -0.0 becomes 0.0)
-            y[0] = self.rdt.type(0) + first[0]
-        else:
-            K.combine(y, self.R, first, last)
+        tail = self._scratch.get(threading.get_ident())
+        if tail is None:
+            tail = self._new_scratch()
+        self.entry(self.indptr, self.indices, self.data, xk, y, *tail)
+        if self.C > 1:  # (one chunk: the kernel wrote its first row)
+            K.combine(y, self.R, tail[2], tail[3])
+
+    def _new_scratch(self):
+        """The kernel's arguments after x and y for the calling thread's products (``bound``, and a
+        first call with ``bind``): R, E, its boundary parts and flags (first, last, umax, bad), the
+        path's constants, the batch plan and the mode of the calls after the first (the plan
+        replayed where it is recorded). One tuple, so a bound call does not look up eleven."""
+        C, P = self.C, self.path
+        # (a thread's id may be reused by a later thread: it then takes these over, as it runs one product at a time)
+        tail = self._scratch[threading.get_ident()] = (
+            self.R, self.E, np.zeros(C, self.rdt), np.zeros(C, self.rdt), np.zeros(C, np.uint64),
+            np.zeros(C, np.bool_), P.GATHER, self.long_row, P.SCALAR_SHORT, self.batches, 2 if self.batch_mode else 0)
+        return tail
 
     def __call__(self, xk, y, bind=False):
         C, rdt, P = self.C, self.rdt, self.path
-        first = np.zeros(C, dtype=rdt)
-        last = np.zeros(C, dtype=rdt)
-        umax = np.zeros(C, dtype=np.uint64)
-        bad = np.zeros(C, dtype=np.bool_)
+        if bind:  # (a prepared matrix: it makes the scratch the bound calls use)
+            first, last, umax, bad = self._new_scratch()[2:6]
+        else:
+            first = np.zeros(C, dtype=rdt)
+            last = np.zeros(C, dtype=rdt)
+            umax = np.zeros(C, dtype=np.uint64)
+            bad = np.zeros(C, dtype=np.bool_)
         mode = self.batch_mode
         args = (self.indptr, self.indices, self.data, xk, y, self.R, self.E, first, last, umax, bad, P.GATHER,
                 self.long_row, P.SCALAR_SHORT, self.batches, mode)
@@ -271,12 +284,12 @@ class FloatSpmv:
         plain_x = fl.c_contiguous and fl.aligned and fl.writeable and xk.ndim == 1
         if self.entry is not None and plain_x and xk.dtype == rdt:
             self.entry(*args)
-        elif bind and plain_x:
+        elif bind and plain_x and xk.dtype == rdt:
             # the arguments' Numba types: those of the matrix's arrays, x and y vary; R, E and the
             # scratch arrays are new C-contiguous arrays of fixed dtypes (given rdt, which data's kind
             # holds), the last three are the path's constants
             key = (self.kernel, P, self.R.dtype, self.E.dtype, _arg_kind(self.indptr), _arg_kind(self.indices),
-                   _arg_kind(self.data), _arg_kind(xk), _arg_kind(y))
+                   _arg_kind(self.data), _arg_kind(y), rdt)  # (x: a plain vector of rdt, see plain_x)
             entry = _ENTRY_POINTS.get(key)
             if entry is None:
                 self.kernel(*args)  # compiled (or loaded) and run; then its entry point looked up once
@@ -289,7 +302,8 @@ class FloatSpmv:
             self.kernel(*args)
         if mode == 1:
             self.batch_mode = 2  # the plan is recorded: later calls (and the bound ones) replay it
-        _combine(y, self.R, first, last)
+        if C > 1:  # (one chunk: the kernel wrote its first row)
+            K.combine(y, self.R, first, last)
         return umax, bad
 
 
@@ -304,9 +318,13 @@ def _arg_kind(a):
     """What Numba's type of an argument depends on: an array's dtype, dimensions and flags, the
     Python type of anything else."""
     if isinstance(a, np.ndarray):
-        f = a.flags
-        return a.dtype, a.ndim, f.c_contiguous, f.f_contiguous, f.aligned, f.writeable
+        return a.dtype, a.ndim, a.flags.num & _TYPED_FLAGS
     return type(a)
+
+
+#: numpy's flag bits of an array that its Numba type depends on: C_CONTIGUOUS, F_CONTIGUOUS, ALIGNED,
+#: WRITEABLE (not OWNDATA and the others, which vary between arrays of one type)
+_TYPED_FLAGS = 0x0001 | 0x0002 | 0x0100 | 0x0400
 
 
 def _row_kinds(indptr, R, long_row):
@@ -412,7 +430,13 @@ def _overflow_error(rdt, r, v):
 def _path():
     """The module of the chosen float path (``_target.FAMILIES["spmv"]``): it gives the
     kernels their gather kind and LONG_ROW."""
-    return _target.kernels("spmv", _LEVEL)
+    P = _PATHS.get(_LEVEL)
+    if P is None:
+        P = _PATHS[_LEVEL] = _target.kernels("spmv", _LEVEL)
+    return P
+
+
+_PATHS = {}  # _LEVEL -> the path's module (the process's compile target, and so its level, is fixed)
 
 
 def _n_chunks(cost):

@@ -19,6 +19,7 @@ write. Pickling keeps the arrays and the options; the plans are made again where
 """
 from __future__ import annotations
 
+import functools
 import threading
 
 import numba
@@ -53,9 +54,11 @@ class PreparedMatrix:
         """From parts already checked by ``mmvref.prepare`` (use that)."""
         self.indptr, self.indices, self.data = indptr, indices, data
         self.shape = (int(shape[0]), int(shape[1]))
+        self._nnz = int(data.shape[0])  # (update_values keeps it)
+        self._x_shape = (self.shape[1],)
         self.overflow = overflow
         self._lock = threading.Lock()
-        self._spmv = None  # (threads, (R, E), {ops._LEVEL: FloatSpmv of the current values}, one chunk for any T)
+        self._spmv = None  # (threads (0: any), (R, E), {ops._LEVEL: FloatSpmv of the current values}, one chunk for any T)
         self._bound = None  # the bound FloatSpmv of the current plan, values and path (``matvec``'s fast path)
         self._spmm = {}  # (threads, k) -> tasks
         self._spmm_bound = {}  # k -> ops.BoundSpmm of the current values (``matmat``'s fast path)
@@ -69,7 +72,7 @@ class PreparedMatrix:
 
     @property
     def nnz(self):
-        return int(self.data.shape[0])
+        return self._nnz
 
     @property
     def ndim(self):
@@ -85,12 +88,17 @@ class PreparedMatrix:
     # ------------------------------------------------------------------ plans
 
     def _spmv_plan(self):
-        T = numba.get_num_threads()
         plan = self._spmv
+        if plan is not None and plan[3]:  # one chunk for every thread count
+            return plan
+        m, nnz = self.shape[0], self.nnz
+        if plan is None and ops.one_chunk_for_any_threads(m, nnz):
+            plan = self._spmv = (0, ops.one_chunk_plan(m, nnz), {}, True)
+            return plan
+        T = numba.get_num_threads()
         if plan is None or plan[0] != T:  # a changed thread count re-partitions
-            m = self.shape[0]
             self._bound = None
-            plan = self._spmv = (T, ops.spmv_plan(self.indptr, m, self.nnz), {}, ops.one_chunk_for_any_threads(m, self.nnz))
+            plan = self._spmv = (T, ops.spmv_plan(self.indptr, m, nnz), {}, False)
         return plan
 
     def _float_spmv(self, plan):
@@ -115,23 +123,21 @@ class PreparedMatrix:
     def matvec(self, x, out=None):
         """y = A x for x of length n (1-D, or an (n, 1) column as scipy's LinearOperator passes)."""
         run = self._bound
-        if (run is not None and type(x) is np.ndarray and x.ndim == 1 and x.dtype == run.rdt
-                and x.shape[0] == self.shape[1] and ops._LEVEL is None and run.data is self.data):
+        if (run is not None and type(x) is np.ndarray and x.dtype == run.rdt and x.shape == self._x_shape
+                and x.flags.num & _PLAIN == _PLAIN and run.data is self.data and ops._LEVEL is None):
             # the common call of an iterative solver, after a first product bound the float SpMV: a
             # numpy vector of the values' dtype, the result new or in a plain ``out`` (issue 32: <= 10 us
             # above the kernel on a 1,000-row matrix; ``out=`` no slower than a new result)
-            fl = x.flags
-            if fl.c_contiguous and fl.aligned and fl.writeable:
-                y = np.empty(self.shape[0], run.rdt) if out is None else _plain_out(out, (self.shape[0],), x)
-                if y is not None:
-                    if self._spmv[3]:
-                        # one chunk for every thread count: the kernel runs on this thread and launches
-                        # nothing, so it needs neither the threading guard nor the thread count
-                        run.bound(x, y)
-                        return y
-                    if self._spmv[0] == numba.get_num_threads():
-                        _bound_parallel(run, x, y)
-                        return y
+            y = np.empty(self.shape[0], run.rdt) if out is None else _plain_out(out, (self.shape[0],), x)
+            if y is not None:
+                if run.C == 1:
+                    # one chunk for every thread count: the kernel runs on this thread and launches
+                    # nothing, so it needs neither the threading guard nor the thread count
+                    run.bound(x, y)
+                    return y
+                if self._spmv[0] == numba.get_num_threads():
+                    _bound_parallel(run, x, y)
+                    return y
         return self._guarded_matvec(x, out)
 
     @guarded
@@ -141,20 +147,25 @@ class PreparedMatrix:
     def _matvec(self, x, out):
         src = x
         m, n = self.shape
-        x = to_numpy(x, "x")
-        x = as_values(x, "x", ndim=np.ndim(x))
-        column = x.ndim == 2 and x.shape[1] == 1
-        if x.ndim != 1 and not column:
-            raise ValueError(f"x must be 1-D of length {n} (or an ({n}, 1) column), got shape {x.shape}")
-        x = x.reshape(-1)
+        column = False
+        if not (type(x) is np.ndarray and x.ndim == 1 and x.dtype == self.data.dtype and x.flags.writeable):
+            # (else x is a plain vector of the values' dtype, which to_numpy and as_values return as it is)
+            x = to_numpy(x, "x")
+            x = as_values(x, "x", ndim=np.ndim(x))
+            column = x.ndim == 2 and x.shape[1] == 1
+            if x.ndim != 1 and not column:
+                raise ValueError(f"x must be 1-D of length {n} (or an ({n}, 1) column), got shape {x.shape}")
+            x = x.reshape(-1)
         if x.shape[0] != n:
             raise ValueError(f"x has length {x.shape[0]} but the matrix has {n} columns (shape {(m, n)})")
-        rdt = result_dtype(np.result_type(self.data.dtype, x.dtype))
-        buf = _out(out, (m,), rdt)
-        if buf is not None and np.may_share_memory(buf, x):
-            buf = None  # out overlaps x, which the kernels still read: a new result, then copied
+        rdt = _result_dtype(self.data.dtype, x.dtype)
+        buf = None
+        if out is not None:
+            buf = _out(out, (m,), rdt)
+            if np.may_share_memory(buf, x):
+                buf = None  # out overlaps x, which the kernels still read: a new result, then copied
         plan = self._spmv_plan()
-        if rdt == self.data.dtype and rdt.kind == "f" and m and self.nnz:
+        if rdt == self.data.dtype and rdt.kind == "f" and m and self._nnz:
             # the float SpMV bound to this matrix and chunking (``ops.FloatSpmv``, as spmv runs it);
             # the structure was checked by prepare, so the kernel's flags are not read again
             y = np.empty(m, rdt) if buf is None else buf
@@ -170,7 +181,7 @@ class PreparedMatrix:
             return out
         if column:
             y = y.reshape(m, 1)
-        return like_input(y, src)
+        return y if type(src) is np.ndarray else like_input(y, src)
 
     def matmat(self, X, out=None):
         """Y = A X for a dense X of n rows (2-D)."""
@@ -221,6 +232,8 @@ class PreparedMatrix:
         return like_input(Y, src)
 
     def __matmul__(self, other):
+        if type(other) is np.ndarray and other.ndim == 1:
+            return self.matvec(other)
         nd = getattr(other, "ndim", None)
         if nd is None:
             nd = np.ndim(other)
@@ -292,6 +305,10 @@ def _bound_parallel(run, x, y):
     run.bound(x, y)
 
 
+#: numpy's flag bits of an array the bound kernels take as it is: C_CONTIGUOUS, ALIGNED, WRITEABLE
+_PLAIN = 0x0001 | 0x0100 | 0x0400
+
+
 def _plain_out(out, shape, src):
     """``out`` when the bound kernels can write it as it is (a C-contiguous, writeable ndarray of
     ``shape`` and src's dtype, not overlapping src), else None: the full path validates it."""
@@ -328,7 +345,18 @@ def _transpose(P):
     return T, perm
 
 
+@functools.lru_cache(maxsize=None)
+def _result_dtype(a, b):
+    """The project's result dtype of values a with x of dtype b (``result_dtype``; memoized: a
+    product's overhead)."""
+    return result_dtype(np.result_type(a, b))
+
+
 @guarded
+def _validate_in_parallel(indptr, indices, data, n):
+    ops._validate(indptr, indices, data, n, "A")
+
+
 def prepare(A, *, overflow="raise"):
     """A prepared CSR matrix (``PreparedMatrix``) for many products with the same matrix: iterative
     solvers, power iterations, graph propagation.
@@ -362,10 +390,9 @@ def prepare(A, *, overflow="raise"):
         if data.shape[0] + m < ops.SERIAL_COST:  # numpy: no kernel to compile for a small matrix (cold start)
             if not ops._valid_small(indptr, indices, n):
                 raise_invalid(indptr, indices, data, n)
-        else:
-            ops._validate(indptr, indices, data, n, "A")
-    if max(m, n, data.shape[0]) < 2**31 - 1:  # int32 indices where they fit: 4 bytes per entry fewer to read
-        indptr, indices = (np.ascontiguousarray(a, dtype=np.int32) for a in (indptr, indices))
-    else:
-        indptr, indices = (np.ascontiguousarray(a, dtype=np.int64) for a in (indptr, indices))
+        else:  # a parallel kernel: the one launch here (a small matrix's numpy checks need no guard)
+            _validate_in_parallel(indptr, indices, data, n)
+    # int32 indices where they fit: 4 bytes per entry fewer to read
+    idt = np.int32 if max(m, n, data.shape[0]) < 2**31 - 1 else np.int64
+    indptr, indices = np.ascontiguousarray(indptr, dtype=idt), np.ascontiguousarray(indices, dtype=idt)
     return PreparedMatrix(indptr, indices, data, (m, n), overflow)
