@@ -40,12 +40,13 @@ GATHER = Gather("avx2")
 #: rows per chunk averaging at least this many entries take simd_dot per row
 LONG_ROW = 24
 #: LONG_ROW instead for a matrix whose columns come in runs shorter than a vector (``ops._short_runs``):
-#: rows of 24-47 entries in runs of 2 take the scalar batches. Prepared matvec, Zen 4 running the
-#: haswell build, 2 threads (ms, LONG_ROW 24 / 48): attention b-2 r-8 (rows of 30, runs of about 2)
-#: float32 0.531 / 0.300, float64 0.570 / 0.339; b-4 r-2 (rows of 36, runs of about 4) float32
-#: 0.423 / 0.347, float64 (a run fills a 4-lane vector) 0.341 / 0.371; b-4 r-4 float32 0.558 / 0.433,
-#: float64 0.370 / 0.459; b-16 r-4 (runs of 16) float32 1.10 / 1.42
-LONG_ROW_SHORT_RUNS = 48
+#: rows of 24-63 entries in runs of 2-4 take the scalar batches (64: the AVX-512 path's LONG_ROW).
+#: Prepared matvec, Zen 4 running the haswell build, 2 threads (ms, LONG_ROW 24 / 48 / 64):
+#: attention b-2 r-8 (rows of 30, runs of about 2) float32 0.531 / 0.300 / 0.306, float64
+#: 0.570 / 0.339 / 0.335; b-4 r-8 (rows of 60, runs of 4) float32 - / 0.716 / 0.609; b-4 r-2 (rows of
+#: 36) float32 0.423 / 0.347, float64 (a run fills a 4-lane vector: not short) 0.341 / 0.371; b-4
+#: r-4 float32 0.558 / 0.433 / 0.415; b-16 r-4 (runs of 16: not short) float32 1.10 / 1.42
+LONG_ROW_SHORT_RUNS = 64
 #: short rows by scalar loads (see ``_spmv_kernels.SCALAR_SHORT``)
 SCALAR_SHORT = True
 
