@@ -17,6 +17,7 @@ path of each op family, threading and the cache directory.
 """
 from . import _threading, bounds, golden, mmv, registry  # noqa: F401  (_threading first: the layer policy)
 from . import _compile_gc  # noqa: F401  (the collector paused while mmvref's kernels compile)
+from . import _compile_thread  # noqa: F401  (mmvref's kernels compile on a thread with a fresh stack)
 from ._config import show_config
 from ._fast import _target
 from ._fast.scanfamily import (

@@ -476,6 +476,29 @@ def test_scatter_segment_softmax_routed_and_equal(monkeypatch):
     torch.testing.assert_close(gs, gw)
 
 
+@pytest.mark.parametrize("shape", [(50,), (50, 1), (50, 2), (50, 3, 1)])
+def test_segment_routed_from_two_values_per_position(shape):
+    """``segment`` runs on mmvref from SEGMENT_MIN_WIDTH values per position; one value per position
+    (1-D, or one column) runs PyG's own code. Both equal stock, values and gradients."""
+    from torch_geometric.utils import segment
+
+    g = torch.Generator().manual_seed(16)
+    src = torch.randn(shape, generator=g, dtype=torch.float64, requires_grad=True)
+    ptr = torch.tensor([0, 10, 10, 30, 50])
+    routed = src.numel() // src.size(0) >= _routes.SEGMENT_MIN_WIDTH
+    for r in ("sum", "mean", "min", "max"):
+        want = segment(src, ptr, r)
+        gw = torch.autograd.grad(want.pow(2).sum(), src)[0]
+        with mp.enable():
+            from torch_geometric.utils import segment as seg2
+
+            before = mp.stats()["unfused"]
+            got = seg2(src, ptr, r)
+            assert (mp.stats()["unfused"] > before) == routed, (shape, r)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(torch.autograd.grad(got.pow(2).sum(), src)[0], gw)
+
+
 def test_concurrent_calls_from_threads():
     N, F = 40, 8
     graphs = [_graph(20 + k, N, N, 200) for k in range(4)]
