@@ -25,17 +25,23 @@ import threading
 from numba.core import dispatcher
 from numba.core.compiler_lock import global_compiler_lock
 
-_PREFIX = "mmvref"
+from . import _numba_cache
+
+#: the packages whose dispatchers this applies to (tests add a probe module of their own)
+PACKAGES = ("mmvref",)
 
 
 def _ours(disp) -> bool:
     module = getattr(getattr(disp, "py_func", None), "__module__", None) or ""
-    return module == _PREFIX or module.startswith(_PREFIX + ".")
+    return any(module == p or module.startswith(p + ".") for p in PACKAGES)
 
 
 def _compile_on_a_thread(compile_):
     def compile(self, sig):
-        if not _ours(self) or global_compiler_lock.is_locked():
+        if not _ours(self):
+            return compile_(self, sig)
+        _numba_cache.guard(self)  # (its disk cache made safe for several processes: see there)
+        if global_compiler_lock.is_locked():
             return compile_(self, sig)
         outcome = {}
 
