@@ -130,7 +130,7 @@ class PreparedMatrix:
             # above the kernel on a 1,000-row matrix; ``out=`` no slower than a new result)
             y = np.empty(self.shape[0], run.rdt) if out is None else _plain_out(out, (self.shape[0],), x)
             if y is not None:
-                if run.C == 1:
+                if self._spmv[3]:
                     # one chunk for every thread count: the kernel runs on this thread and launches
                     # nothing, so it needs neither the threading guard nor the thread count
                     run.bound(x, y)
