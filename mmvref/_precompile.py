@@ -97,6 +97,7 @@ _ARG_REDUCE = ("min", "max")
 N = 1000  #: small inputs: past every early return, cheap to run
 LONG = 1 << 17  #: one 1-D input past the sizes at which the ops split work among threads
 F = 8  #: features of the 2-D inputs
+STENCIL_ROWS = 1 << 16  #: rows of the tridiagonal matrix that takes spmv's stencil kernel (3 entries a row)
 
 
 # ----------------------------------------------------------------------------- the calls
@@ -144,6 +145,17 @@ class _Inputs:
             self.A64 = self.A.copy()  # the index dtype of large matrices (scipy picks int32 at this size)
             self.A64.indices, self.A64.indptr = i64
         self.D = self.x2
+        # a banded matrix of one pattern past the stencil path's size (``spmv``'s kernel of stencil
+        # matrices: ``sparse.ops.stencil_of``), float values only (integer products keep theirs)
+        self.stencils = ()
+        if dt.kind == "f" and dt != np.float16:
+            ns = STENCIL_ROWS
+            band = sp.diags_array([np.ones(ns - 1), np.ones(ns), np.ones(ns - 1)], offsets=[-1, 0, 1], dtype=dt)
+            self.xs = np.ones(ns, dt)
+            S = sp.csr_matrix(band)
+            S64 = S.copy()
+            S64.indices, S64.indptr = S.indices.astype(np.int64), S.indptr.astype(np.int64)
+            self.stencils = (S, S64)
 
 
 def _scan(m, i):
@@ -222,6 +234,8 @@ def _compress_ind(m, i):
 def _spmv(m, i):
     for A in (i.A, i.A64):
         m.spmv(A, i.x)
+    for A in i.stencils:
+        m.spmv(A, i.xs)
 
 
 def _batched_scan(m, i):
@@ -289,6 +303,10 @@ def _prepare(m, i):
         P @ i.x
         P @ i.D
         P.rmatvec(i.x[:A.shape[0]])
+    for A in i.stencils:
+        P = m.prepare(A)
+        P @ i.xs
+        P @ i.xs  # (the bound product)
 
 
 def _pyg(m, i):

@@ -6,7 +6,8 @@ its AVX2 gathers from ``_avx2``; ``_portable_spmm``; ``_portable_spgemm``).
 ## spmv
 
 Fast CPU CSR sparse matrix-vector product: validate, allocate, call the
-Numba kernels of ``_portable_spmv`` (the design is described there).
+Numba kernels of ``_portable_spmv`` (the design is described there), or, for
+a stencil matrix (``stencil_of``), those of ``_portable_stencil``.
 
 This is the production path; ``mmvref.golden.spmv`` is the paper's Alg. 4
 (global scan, gather, difference), which is not used here because in floating
@@ -65,6 +66,7 @@ from .._policy import like_input
 from . import _portable_spgemm as KG
 from . import _portable_spmm as KM
 from . import _portable_spmv as K
+from . import _portable_stencil as KS
 
 __all__ = ["spmv", "spmm", "spgemm", "spmv_arrays", "spmv_plan", "spmm_arrays", "spmm_tasks", "FloatSpmv", "BoundSpmm"]
 
@@ -125,6 +127,12 @@ def spmv(A, x, *, overflow="raise"):
     the bound of any summation order of the k products, so it covers the
     reassociation. NaN and inf propagate as in IEEE arithmetic.
 
+    Stencil matrices (at least 2**17 entries, most rows holding one pattern of
+    offsets from the diagonal, in one order: 2-D/3-D Poisson, banded matrices;
+    ``stencil_of``) take a kernel that does not read those rows' column
+    indices; every row is then summed in one fixed order (four accumulators,
+    ``_portable_stencil``), so the result does not depend on the thread count.
+
     Validation (indptr starts at 0, ends at nnz and never decreases; every
     column index in [0, shape[1])) is fused into the kernel's single pass over
     the matrix: an invalid matrix is never read out of bounds, and the error
@@ -179,6 +187,14 @@ def spmv_arrays(indptr, indices, data, x, m, n, overflow, plan=None, out=None):
         return np.zeros(m, dtype=rdt)
     if n == 0:  # entries but no column for them
         raise_invalid(indptr, indices, data, n)
+    if rdt.kind == "f":
+        stencil = stencil_of(indptr, indices, m, n, nnz)
+        if stencil is not None:  # (the structure was checked on the way)
+            if data.dtype != rdt:
+                data = data.astype(rdt)
+            y = np.empty(m, dtype=rdt) if out is None else out
+            StencilSpmv(indptr, indices, data, stencil)(np.ascontiguousarray(x, dtype=rdt), y)
+            return y
     R, E = spmv_plan(indptr, m, nnz) if plan is None else plan
     if R[0] != 0 or R[-1] != m:  # only offsets out of order leave rows outside every chunk
         raise_invalid(indptr, indices, data, n)
@@ -305,6 +321,106 @@ class FloatSpmv:
         if C > 1:  # (one chunk: the kernel wrote its first row)
             K.combine(y, self.R, first, last)
         return umax, bad
+
+
+# ----------------------------------------------------------------------------- stencil matrices
+
+#: a matrix of fewer entries is never taken for a stencil (its product is a few tens of
+#: microseconds at most: the sample's call would be a visible share)
+STENCIL_MIN_NNZ = 1 << 17
+#: rows sampled for the pattern (``_portable_stencil.stencil_sample``; half of them must hold it):
+#: the sample's reads miss the cache (two lines a row), on every ``spmv`` of a large matrix: 64
+#: rows cost the 1.2M-entry attention matrix b-2 r-2 10-15 us of its 0.23 ms
+STENCIL_SAMPLES = 32
+#: the longest pattern taken (a 3-D 27-point stencil is 27)
+STENCIL_MAX_TERMS = 64
+#: a stencil matrix holds at least this share of its entries in stencil rows (a 3-D 7-point
+#: Poisson matrix of 36^3 rows: 0.87), and its other rows, which take the CSR kernel's scalar rows
+#: (``_scalar_rows``), hold at most STENCIL_OTHER_ROW entries on average (longer rows go faster
+#: by the CSR kernel's vector paths)
+STENCIL_SHARE = 0.5
+STENCIL_OTHER_ROW = 32
+
+
+class Stencil:
+    """A stencil matrix's pattern (``stencil_of``): ``off`` (a tuple of K offsets from the diagonal,
+    in the rows' entry order) and ``runs`` (int64 flat (start, end) pairs of the maximal ranges of
+    consecutive rows that hold it, ascending)."""
+
+    __slots__ = ("off", "runs")
+
+    def __init__(self, off, runs):
+        self.off, self.runs = off, runs
+
+
+def stencil_of(indptr, indices, m, n, nnz):
+    """The ``Stencil`` of a CSR matrix whose rows, nearly all, hold one pattern of offsets from the
+    diagonal (``_portable_stencil``), else None: at least STENCIL_MIN_NNZ entries; one pattern held
+    by half of STENCIL_SAMPLES sampled rows (a matrix that is no stencil stops here, after a call
+    of a few microseconds); then one pass over the offsets and column indices finds
+    the rows that hold it, which must have STENCIL_SHARE of the entries, the other rows short
+    (STENCIL_OTHER_ROW). A function of the
+    structure alone, so ``spmv`` and a prepared matrix decide alike. That pass checks the
+    structure: an invalid one gives None (the CSR kernel then raises the error)."""
+    if nnz < STENCIL_MIN_NNZ or m < 2 or n < 1:
+        return None
+    off = KS.stencil_sample(indptr, indices, n, STENCIL_SAMPLES, STENCIL_MAX_TERMS)
+    if off.size == 0 or int(indptr[0]) != 0 or int(indptr[m]) != nnz:
+        return None
+    off = tuple(off.tolist())  # (the kernels' pattern length a compile-time constant)
+    blocks = _row_blocks(m)
+    C = blocks.size - 1
+    runs = np.empty(2 * m + 2, np.int64)  # (only the slots written are touched)
+    counts = np.zeros(C, np.int64)
+    umax = np.zeros(C, np.uint64)
+    bad = np.zeros(C, np.bool_)
+    KS.stencil_match(indptr, indices, off, n, blocks, runs, counts, umax, bad)
+    if K.flagged(umax, bad, n):
+        return None
+    pairs = np.concatenate([runs[2 * b:2 * (b + c)] for b, c in zip(blocks[:-1].tolist(), counts.tolist())])
+    starts, ends = pairs[0::2], pairs[1::2]
+    if starts.size > 1:  # runs that go on across a block border are one run
+        cont = starts[1:] == ends[:-1]
+        if cont.any():
+            starts = starts[np.concatenate(([True], ~cont))]
+            ends = ends[np.concatenate((~cont, [True]))]
+    rows = int((ends - starts).sum())
+    held = rows * len(off)
+    if held < STENCIL_SHARE * nnz or nnz - held > STENCIL_OTHER_ROW * (m - rows):
+        return None
+    flat = np.empty(2 * starts.size, np.int64)
+    flat[0::2] = starts
+    flat[1::2] = ends
+    return Stencil(off, flat)
+
+
+def _row_blocks(m):
+    """Equal blocks of rows, CHUNKS_PER_THREAD per thread (a stencil matrix's rows cost alike)."""
+    C = max(1, min(m, numba.get_num_threads() * CHUNKS_PER_THREAD))
+    return np.linspace(0, m, C + 1).astype(np.int64)
+
+
+class StencilSpmv:
+    """The float SpMV of a stencil matrix (``data`` in the result dtype) over row blocks for the
+    current thread count: the interface of ``FloatSpmv`` (``bound``, ``entry``, ``__call__``) for
+    ``spmv`` and ``PreparedMatrix``. The rows' bits do not depend on the blocks
+    (``_portable_stencil``)."""
+
+    __slots__ = ("indptr", "indices", "data", "stencil", "rdt", "blocks", "entry")
+
+    def __init__(self, indptr, indices, data, stencil):
+        self.indptr, self.indices, self.data, self.stencil = indptr, indices, data, stencil
+        self.rdt = data.dtype
+        self.blocks = _row_blocks(indptr.size - 1)
+        self.entry = KS.stencil_rows  # (its dispatcher: a product here is at least tens of microseconds)
+
+    def bound(self, xk, y):
+        """y = A xk (xk: a contiguous vector of the result dtype, y: m elements)."""
+        st = self.stencil
+        KS.stencil_rows(self.indptr, self.indices, self.data, xk, y, st.runs, self.blocks, st.off)
+
+    def __call__(self, xk, y, bind=False):
+        self.bound(xk, y)
 
 
 #: (kernel, kinds of its arguments) -> the compiled entry point: a prepared matrix's first product

@@ -7,7 +7,8 @@ dtype (int32 where the matrix fits), the structure check (offsets in order, colu
 the chunks of the SpMV for the thread count (``ops.spmv_plan``: a merge-path split of rows and
 entries into chunks of about equal cost; rows cut by a chunk border are combined from the chunks'
 parts), the float SpMV bound to them (``ops.FloatSpmv``, whose first product records the plan of its
-short-row batches for the later ones to replay), the SpMM's row tasks per column count, and, on the first
+short-row batches for the later ones to replay; for a stencil matrix, ``ops.stencil_of``'s runs and
+``ops.StencilSpmv``: found here in the pass that checks the structure), the SpMM's row tasks per column count, and, on the first
 ``rmatvec``, the transpose (its structure and the permutation that carries values over). Each
 product then runs the same code as ``spmv`` / ``spmm`` (``ops.spmv_arrays`` / ``ops.spmm_arrays``),
 so it gives the same bits as they do with the same thread count.
@@ -34,6 +35,8 @@ from . import ops
 
 __all__ = ["PreparedMatrix", "prepare"]
 
+_UNKNOWN = "unknown"  # a PreparedMatrix's stencil not looked for yet
+
 
 class PreparedMatrix:
     """A CSR matrix prepared for repeated products: ``P @ x``, ``P.matvec(x)``, ``P @ X``,
@@ -50,8 +53,9 @@ class PreparedMatrix:
     the result's shape and dtype, written in place and returned.
     """
 
-    def __init__(self, indptr, indices, data, shape, overflow="raise"):
-        """From parts already checked by ``mmvref.prepare`` (use that)."""
+    def __init__(self, indptr, indices, data, shape, overflow="raise", stencil=_UNKNOWN):
+        """From parts already checked by ``mmvref.prepare`` (use that); ``stencil``: its
+        ``ops.stencil_of``, where prepare found it (else found on the first float product)."""
         self.indptr, self.indices, self.data = indptr, indices, data
         self.shape = (int(shape[0]), int(shape[1]))
         self._nnz = int(data.shape[0])  # (update_values keeps it)
@@ -63,6 +67,7 @@ class PreparedMatrix:
         self._spmm = {}  # (threads, k) -> tasks
         self._spmm_bound = {}  # k -> ops.BoundSpmm of the current values (``matmat``'s fast path)
         self._transpose = None  # (PreparedMatrix of A^T, permutation of the values)
+        self._stencil = stencil  # ops.Stencil, None (not a stencil matrix) or _UNKNOWN (not looked at yet)
 
     # ------------------------------------------------------------------ attributes
 
@@ -107,8 +112,14 @@ class PreparedMatrix:
         key = ops._LEVEL  # the path follows ops._LEVEL (None: the target's best), fixed otherwise
         run = plan[2].get(key)
         if run is None or run.data is not self.data:
-            R, E = plan[1]
-            run = plan[2][key] = ops.FloatSpmv(self.indptr, self.indices, self.data, R, E, plan_batches=True)
+            if self._stencil is _UNKNOWN:
+                self._stencil = ops.stencil_of(self.indptr, self.indices, self.shape[0], self.shape[1], self.nnz)
+            if self._stencil is not None:  # (as spmv decides: the same kernel, the same bits)
+                run = ops.StencilSpmv(self.indptr, self.indices, self.data, self._stencil)
+            else:
+                R, E = plan[1]
+                run = ops.FloatSpmv(self.indptr, self.indices, self.data, R, E, plan_batches=True)
+            plan[2][key] = run
         return run
 
     def _spmm_tasks(self, k):
@@ -353,6 +364,11 @@ def _result_dtype(a, b):
 
 
 @guarded
+def _stencil_in_parallel(indptr, indices, m, n, nnz):
+    return ops.stencil_of(indptr, indices, m, n, nnz)
+
+
+@guarded
 def _validate_in_parallel(indptr, indices, data, n):
     ops._validate(indptr, indices, data, n, "A")
 
@@ -384,10 +400,16 @@ def prepare(A, *, overflow="raise"):
     if data.ndim != 1:
         raise ValueError(f"data must be 1-D, got shape {data.shape}")
     indptr, indices = index_arrays(indptr, indices, data, m, n)
+    stencil = _UNKNOWN if data.dtype.kind == "f" else None
     if m and data.shape[0]:  # checked before any narrowing: a column index of 2**40 must not wrap into range
         if n == 0:
             raise_invalid(indptr, indices, data, n)
-        if data.shape[0] + m < ops.SERIAL_COST:  # numpy: no kernel to compile for a small matrix (cold start)
+        if data.dtype.kind == "f":
+            # a stencil matrix's pass (``ops.stencil_of``) checks the structure too: then the only pass
+            stencil = _stencil_in_parallel(indptr, indices, m, n, data.shape[0])
+        if stencil is not None:
+            pass
+        elif data.shape[0] + m < ops.SERIAL_COST:  # numpy: no kernel to compile for a small matrix (cold start)
             if not ops._valid_small(indptr, indices, n):
                 raise_invalid(indptr, indices, data, n)
         else:  # a parallel kernel: the one launch here (a small matrix's numpy checks need no guard)
@@ -395,4 +417,4 @@ def prepare(A, *, overflow="raise"):
     # int32 indices where they fit: 4 bytes per entry fewer to read
     idt = np.int32 if max(m, n, data.shape[0]) < 2**31 - 1 else np.int64
     indptr, indices = np.ascontiguousarray(indptr, dtype=idt), np.ascontiguousarray(indices, dtype=idt)
-    return PreparedMatrix(indptr, indices, data, (m, n), overflow)
+    return PreparedMatrix(indptr, indices, data, (m, n), overflow, stencil)

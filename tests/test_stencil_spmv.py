@@ -1,0 +1,305 @@
+"""The SpMV of stencil matrices (``ops.stencil_of``, ``_portable_stencil``): rows that hold one
+pattern of offsets from the diagonal are computed without reading their column indices.
+
+Checked against oracles written apart from the kernels:
+- which rows hold the pattern: a plain loop over the rows (``_pattern_rows``);
+- the result: every row summed in the documented order (``_ordered_rows``: numpy elementwise
+  arithmetic in the result dtype, no fused multiply-add), so the bits are checked, not only a
+  bound; and the per-row error bound of spmv against float64 plain loops (``_within_bound``);
+- ``spmv`` and a prepared matrix give the same bits, for 1 and 2 threads and any row blocks.
+The size threshold (STENCIL_MIN_NNZ) is lowered so that small matrices take the path; two
+matrices above it (a 2-D and a 3-D Poisson) run as they are.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import pickle
+
+import numba
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_prepared import _within_bound
+
+import mmvref
+import mmvref._fast.sparse.ops as sparse_ops
+
+
+@contextlib.contextmanager
+def small_stencils(blocks_per_thread=None):
+    """Matrices of any size are looked at as stencils; optionally ``blocks_per_thread`` row blocks."""
+    old = sparse_ops.STENCIL_MIN_NNZ, sparse_ops.CHUNKS_PER_THREAD
+    sparse_ops.STENCIL_MIN_NNZ = 1
+    if blocks_per_thread is not None:
+        sparse_ops.CHUNKS_PER_THREAD = blocks_per_thread
+    try:
+        yield
+    finally:
+        sparse_ops.STENCIL_MIN_NNZ, sparse_ops.CHUNKS_PER_THREAD = old
+
+
+def _pattern_rows(indptr, indices, n, off):
+    """Plain loop: rows whose entries are exactly columns i + off[0], i + off[1], ... in that order,
+    each in [0, n)."""
+    rows = []
+    for i in range(len(indptr) - 1):
+        cols = [int(c) for c in indices[int(indptr[i]):int(indptr[i + 1])]]
+        want = [i + d for d in off]
+        if cols == want and all(0 <= c < n for c in want):
+            rows.append(i)
+    return rows
+
+
+def _sampled(m):
+    """The rows ``stencil_sample`` looks at."""
+    S = sparse_ops.STENCIL_SAMPLES
+    return [(m - 1) * s // max(S - 1, 1) for s in range(S)]
+
+
+def _ordered_rows(indptr, indices, data, x):
+    """Each row summed in the order documented in ``_portable_stencil`` (and ``_scalar_rows``):
+    products k = 0..3 of each group of four into z0..z3 (from +0.0), the last < 4 into z0, then
+    (z0 + z1) + (z2 + z3); numpy elementwise operations in the result dtype, rows grouped by length."""
+    rdt = x.dtype
+    indptr = np.asarray(indptr, np.int64)
+    lens = np.diff(indptr)
+    y = np.zeros(lens.size, rdt)
+    for L in np.unique(lens):
+        rows = np.flatnonzero(lens == L)
+        z = [np.zeros(rows.size, rdt) for _ in range(4)]
+        L4 = L - L % 4
+        for k in range(L):
+            pos = indptr[rows] + k
+            prod = data[pos].astype(rdt) * x[indices[pos]]
+            j = k % 4 if k < L4 else 0
+            z[j] = z[j] + prod
+        y[rows] = (z[0] + z[1]) + (z[2] + z[3])
+    return y
+
+
+def _poisson(N, dims=2, dtype=np.float64):
+    T = sp.diags_array([-np.ones(N - 1), 2 * np.ones(N), -np.ones(N - 1)], offsets=[-1, 0, 1], dtype=dtype)
+    I = sp.eye_array(N, dtype=dtype)
+    if dims == 2:
+        A = sp.kron(I, T) + sp.kron(T, I)
+    else:
+        A = sp.kron(sp.kron(I, I), T) + sp.kron(sp.kron(I, T), I) + sp.kron(sp.kron(T, I), I)
+    A = sp.csr_array(A)
+    A.sort_indices()
+    return A
+
+
+def _check(A, x, off=None):
+    """spmv and prepare: equal to each other, within spmv's bound, and on a stencil matrix the
+    ordered sums bit for bit. Returns ``stencil_of``'s finding."""
+    indptr, indices, data = A.indptr, A.indices, A.data
+    st_ = sparse_ops.stencil_of(indptr, indices, A.shape[0], A.shape[1], A.nnz)
+    y = mmvref.spmv(A, x)
+    P = mmvref.prepare(A)
+    yp = P @ x
+    yp2 = P @ x  # (the bound call)
+    if st_ is not None:  # (else the CSR kernel's order: checked by the bound)
+        np.testing.assert_array_equal(y, _ordered_rows(indptr, indices, data, x))
+    np.testing.assert_array_equal(yp, y)
+    np.testing.assert_array_equal(yp2, y)
+    assert _within_bound(y, indptr, indices, data, x)
+    return st_
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dims,N", [(2, 190), (3, 36)])
+def test_poisson_above_the_threshold_takes_the_stencil_path(dims, N, dtype, monkeypatch):
+    A = _poisson(N, dims, dtype)
+    assert A.nnz >= sparse_ops.STENCIL_MIN_NNZ
+    x = np.random.default_rng(1).standard_normal(A.shape[1]).astype(dtype)
+    calls = []
+    kernel = sparse_ops.KS.stencil_rows
+    monkeypatch.setattr(sparse_ops.KS, "stencil_rows", lambda *a: calls.append(1) or kernel(*a))
+    s = _check(A, x)
+    assert s is not None
+    assert len(calls) == 3  # spmv, the prepared matrix's first and bound products
+    want_off = {2: (-N, -1, 0, 1, N), 3: (-N * N, -N, -1, 0, 1, N, N * N)}[dims]
+    assert s.off == want_off
+    rows = _pattern_rows(A.indptr, A.indices, A.shape[1], want_off)
+    got = [r for a, b in s.runs.reshape(-1, 2).tolist() for r in range(a, b)]
+    assert got == rows
+
+
+@st.composite
+def _perturbed_stencils(draw):
+    """A banded matrix of one pattern (any order of its offsets, repeats allowed) with a few rows
+    changed: an entry dropped, added, or moved to another column, or the row emptied."""
+    m = draw(st.integers(2, 400))
+    n = draw(st.sampled_from([m, m + draw(st.integers(-5, 5))]))
+    n = max(n, 1)
+    base = draw(st.lists(st.integers(-12, 12), min_size=1, max_size=9))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    changed = rng.random(m) < draw(st.sampled_from([0.0, 0.01, 0.05, 0.3]))
+    rows = []
+    for i in range(m):
+        cols = [i + d for d in base if 0 <= i + d < n]
+        if changed[i]:
+            how = rng.integers(4)
+            if how == 0 and cols:
+                cols.pop(int(rng.integers(len(cols))))
+            elif how == 1:
+                cols.insert(int(rng.integers(len(cols) + 1)), int(rng.integers(n)))
+            elif how == 2 and cols:
+                cols[int(rng.integers(len(cols)))] = int(rng.integers(n))
+            else:
+                cols = []
+        rows.append(cols)
+    indptr = np.zeros(m + 1, np.int64)
+    indptr[1:] = np.cumsum([len(c) for c in rows])
+    indices = np.array([c for r in rows for c in r], np.int64)
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    data = rng.standard_normal(indices.size).astype(dtype)
+    data[rng.random(indices.size) < 0.05] = 0.0
+    x = rng.standard_normal(n).astype(dtype)
+    x[rng.random(n) < 0.05] = -0.0
+    return indptr, indices, data, (m, n), x, tuple(base)
+
+
+@settings(max_examples=60, deadline=None)
+@given(mat=_perturbed_stencils(), blocks=st.sampled_from([None, 1, 3, 7]), threads=st.sampled_from([1, 2]))
+def test_perturbed_stencils_bit_for_bit(mat, blocks, threads):
+    indptr, indices, data, shape, x, base = mat
+    threads = min(threads, numba.config.NUMBA_NUM_THREADS)
+    old = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        with small_stencils(blocks):
+            A = sp.csr_array((data, indices, indptr), shape=shape)
+            s = _check(A, x)
+            m, n = shape
+            if s is not None:
+                rows = _pattern_rows(indptr, indices, n, s.off)
+                got = [r for a, b in s.runs.reshape(-1, 2).tolist() for r in range(a, b)]
+                assert got == rows
+                assert len(rows) * len(s.off) >= sparse_ops.STENCIL_SHARE * indices.size
+            else:  # the rule's reasons, from the plain loop's rows (a pattern the sample missed is none)
+                rows = _pattern_rows(indptr, indices, n, base)
+                held = len(rows) * len(base)
+                assert (held < sparse_ops.STENCIL_SHARE * indices.size
+                        or indices.size - held > sparse_ops.STENCIL_OTHER_ROW * (m - len(rows))
+                        or 2 * sum(1 for i in _sampled(m) if i in set(rows)) < sparse_ops.STENCIL_SAMPLES)
+    finally:
+        numba.set_num_threads(old)
+
+
+def test_unchanged_band_is_found():
+    """Every row of a band of one pattern (the rows at the ends cut short) is found as such."""
+    m = 5000
+    with small_stencils():
+        A = sp.csr_array(sp.diags_array([1.0, -2.0, 1.0, 0.5], offsets=[-7, 0, 1, 40], shape=(m, m)))
+        A.sort_indices()
+        x = np.random.default_rng(3).standard_normal(m)
+        s = _check(A, x)
+    assert s is not None and s.off == (-7, 0, 1, 40)
+    assert s.runs.tolist() == [7, m - 40]
+
+
+def test_bits_do_not_depend_on_the_thread_count_or_the_blocks():
+    A = _poisson(120, 2, np.float32)
+    x = np.random.default_rng(2).standard_normal(A.shape[1]).astype(np.float32)
+    results = []
+    old = numba.get_num_threads()
+    try:
+        for threads in range(1, numba.config.NUMBA_NUM_THREADS + 1):
+            numba.set_num_threads(threads)
+            for blocks in (1, 5, 64):
+                with small_stencils(blocks):
+                    results.append(mmvref.spmv(A, x))
+                    results.append(mmvref.prepare(A) @ x)
+    finally:
+        numba.set_num_threads(old)
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])
+
+
+def test_special_values_propagate_and_negative_zero_rows_give_zero():
+    m = 3000
+    with small_stencils():
+        A = sp.csr_array(sp.diags_array([1.0, 2.0, 3.0], offsets=[-1, 0, 1], shape=(m, m)))
+        x = np.ones(m)
+        x[100] = np.inf
+        x[200] = np.nan
+        x[300:303] = 0.0
+        A.data[A.indptr[301]:A.indptr[302]] = -1.0  # row 301: products -0.0
+        y = mmvref.spmv(A, x)
+        P = mmvref.prepare(A)
+        np.testing.assert_array_equal(P @ x, y)
+    assert np.isinf(y[99]) and np.isinf(y[100]) and np.isinf(y[101])
+    assert np.isnan(y[199]) and np.isnan(y[200]) and np.isnan(y[201])
+    assert y[301] == 0.0 and not np.signbit(y[301])
+    np.testing.assert_array_equal(y, _ordered_rows(A.indptr, A.indices, A.data, x))
+
+
+@pytest.mark.parametrize("where", ["stencil row", "other row"])
+@pytest.mark.parametrize("fault", ["column too large", "negative column", "offsets out of order"])
+def test_invalid_structure_is_named(where, fault):
+    m = 2000
+    A = sp.csr_array(sp.diags_array([1.0, 2.0, 3.0], offsets=[-1, 0, 1], shape=(m, m)))
+    indptr, indices, data = A.indptr.copy(), A.indices.copy(), A.data.copy()
+    r = 1000 if where == "stencil row" else 0
+    if fault == "column too large":
+        indices[indptr[r]] = m + 3
+        name = "indices"
+    elif fault == "negative column":
+        indices[indptr[r]] = -1
+        name = "indices"
+    else:
+        indptr[r + 1] = indptr[r + 2] + 1
+        name = "indptr"
+    x = np.ones(m)
+    with small_stencils():
+        with pytest.raises(ValueError, match=name):
+            mmvref.spmv((indptr, indices, data, (m, m)), x)
+        with pytest.raises(ValueError, match=name):
+            mmvref.prepare((indptr, indices, data, (m, m)))
+
+
+def test_prepared_operator_on_a_stencil_matrix():
+    """update_values, rmatvec, out=, pickling, threads and cg through the LinearOperator."""
+    A = _poisson(60, 2, np.float64)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(A.shape[1])
+    with small_stencils():
+        P = mmvref.prepare(A)
+        assert P._stencil is not None
+        np.testing.assert_array_equal(P @ x, _ordered_rows(A.indptr, A.indices, A.data, x))
+        new = rng.standard_normal(A.nnz)
+        P.update_values(new)
+        np.testing.assert_array_equal(P @ x, _ordered_rows(A.indptr, A.indices, new, x))
+        B = sp.csr_array((new, A.indices, A.indptr), shape=A.shape)
+        np.testing.assert_allclose(P.rmatvec(x), B.T @ x, rtol=1e-12, atol=1e-12)
+        out = np.empty(A.shape[0])
+        assert P.matvec(x, out=out) is out
+        np.testing.assert_array_equal(out, P @ x)
+        Q = pickle.loads(pickle.dumps(P))
+        np.testing.assert_array_equal(Q @ x, P @ x)
+        with concurrent.futures.ThreadPoolExecutor(4) as ex:
+            for y in ex.map(lambda _: P @ x, range(16)):
+                np.testing.assert_array_equal(y, out)
+        P.update_values(A.data)
+        b = np.ones(A.shape[0])
+        from scipy.sparse.linalg import cg
+        sol, info = cg(P.aslinearoperator(), b, rtol=1e-10, maxiter=2000)
+        assert info == 0
+        assert np.linalg.norm(A @ sol - b) <= 1e-8 * np.linalg.norm(b)
+
+
+def test_no_stencil_below_the_share_and_for_integer_values():
+    m = 4000
+    rng = np.random.default_rng(5)
+    A = sp.random_array((m, m), density=0.002, format="csr", rng=rng)
+    with small_stencils():
+        assert sparse_ops.stencil_of(A.indptr, A.indices, m, m, A.nnz) is None
+        B = sp.csr_array(sp.diags_array([1, 2, 3], offsets=[-1, 0, 1], shape=(m, m), dtype=np.int64))
+        P = mmvref.prepare(B)
+        assert P._stencil is None  # integer products keep the integer kernel (exact, overflow checked)
+        xi = rng.integers(-5, 5, m)
+        np.testing.assert_array_equal(P @ xi, B @ xi)
