@@ -183,7 +183,8 @@ def test_perturbed_stencils_bit_for_bit(mat, blocks, threads):
             else:  # the rule's reasons, from the plain loop's rows (a pattern the sample missed is none)
                 rows = _pattern_rows(indptr, indices, n, base)
                 held = len(rows) * len(base)
-                assert (held < sparse_ops.STENCIL_SHARE * indices.size
+                assert (len(base) > sparse_ops.STENCIL_MAX_TERMS
+                        or held < sparse_ops.STENCIL_SHARE * indices.size
                         or indices.size - held > sparse_ops.STENCIL_OTHER_ROW * (m - len(rows))
                         or 2 * sum(1 for i in _sampled(m) if i in set(rows)) < sparse_ops.STENCIL_SAMPLES)
     finally:
