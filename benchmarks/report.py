@@ -37,9 +37,11 @@ def markdown(results, copy_gbs, peer_order):
                 impl = name + ("" if r.status == "ok" else f" ({r.status})")
                 cp = r.extra.get("copy_gb_per_s", copy_gbs)  # another build's own yardstick
                 cells = [op, case, impl, _f(r.ms), _f(r.gbs), _f(r.gelems), _f(r.gbs / cp) if r.gbs else "—"]
+                own = r.extra.get("peer_ms")  # another build's row: the peers timed in its process
                 for p in peers:
                     pr = next((q for q in crow if q.impl == p), None)
-                    cells.append(_ratio(pr.ms if pr else None, r.ms) if r.ours else "")
+                    pms = own.get(p) if own is not None else (pr.ms if pr else None)
+                    cells.append(_ratio(pms, r.ms) if r.ours else "")
                 lines.append("| " + " | ".join(cells) + " |")
         notes = [f"{r.case} / {r.impl}: {r.note}" for r in rows if r.note]
         if notes:

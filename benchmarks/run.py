@@ -48,7 +48,7 @@ def _versions():
 QUICK_MAX_ROUNDS, MAX_ROUNDS = 15, 51
 
 
-def run(names, *, quick, runs, log=print, ours_only=False, smoke=False):
+def run(names, *, quick, runs, log=print, smoke=False):
     """Run the benchmarks of ``names``; returns (results, copy GB/s, peer names per op). ``smoke``: one
     round per case (after the warm-up call), no minimum of timed work: every case runs, nothing is
     measured."""
@@ -60,7 +60,7 @@ def run(names, *, quick, runs, log=print, ours_only=False, smoke=False):
     peer_order = {}
     for name in names:
         bench = OPS[name]
-        peers = {} if ours_only else bench.peers()
+        peers = bench.peers()
         peer_order[name] = list(peers)
         try:
             fn = _our(getattr(bench, "fast_name", "") or name)
@@ -180,7 +180,10 @@ def _other_target(cpu, args, log):
     with tempfile.TemporaryDirectory(prefix=f"mmvref-bench-{cpu}-") as tmp:
         out = os.path.join(tmp, "results.json")
         env = dict(os.environ, NUMBA_CPU_NAME=cpu, NUMBA_CPU_FEATURES="", NUMBA_CACHE_DIR=os.path.join(tmp, "cache"))
-        cmd = [sys.executable, "-m", "benchmarks", "--ours-only", "--json", out, "--runs", str(args.runs)]
+        # the peers run in the child too: its ratios compare times taken side by side (this VM's memory
+        # bandwidth drifts by up to 1.5x between minutes: the native run's peer times made a build
+        # 0.88x that measured 1.16-1.27x against torch.mv in one process)
+        cmd = [sys.executable, "-m", "benchmarks", "--child", "--json", out, "--runs", str(args.runs)]
         cmd += (["--quick"] if args.quick else []) + (["--reuse-memory"] if args.reuse_memory else [])
         cmd += ["--smoke"] if args.smoke else []
         cmd += ["--ops", *args.ops] if args.ops else []
@@ -192,7 +195,18 @@ def _other_target(cpu, args, log):
             data = json.load(fh)
     fields = set(Result.__dataclass_fields__)
     results = [Result(**{k: v for k, v in d.items() if k in fields}) for d in data["results"]]
-    return results, data["meta"]["copy_gb_per_s"], data["meta"]
+    return with_own_peers(results), data["meta"]["copy_gb_per_s"], data["meta"]
+
+
+def with_own_peers(results):
+    """A child run's rows to report beside the native run's: its own rows (and its copy), each
+    carrying the times of the peers of its case in that child (``extra["peer_ms"]``, which
+    ``report.markdown`` takes for the ratios)."""
+    for r in results:
+        if r.ours:
+            r.extra["peer_ms"] = {q.impl: q.ms for q in results
+                                  if not q.ours and q.op == r.op and q.case == r.case and q.ms}
+    return [r for r in results if r.ours or r.op == "copy"]
 
 
 def _target_line(meta):
@@ -225,7 +239,7 @@ def main(argv=None):
                     help="run every case once after its warm-up call, without timing rounds: shows that each "
                          "case compiles and runs (CI runs the quick benchmark so for the x86-64 baseline); the "
                          "times printed are single calls, not measurements")
-    ap.add_argument("--ours-only", action="store_true", help=argparse.SUPPRESS)  # the child of --target
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # the child of --target: no extra reports
     args = ap.parse_args(argv)
     args.runs = max(5, args.runs)
     _check_targets(args.target)
@@ -270,7 +284,7 @@ def main(argv=None):
     def log(s):
         print(s, file=sys.stderr, flush=True)
 
-    results, copy_gbs, peer_order = run(names, quick=args.quick, runs=args.runs, log=log, ours_only=args.ours_only,
+    results, copy_gbs, peer_order = run(names, quick=args.quick, runs=args.runs, log=log,
                                         smoke=args.smoke)
     meta["copy_gb_per_s"] = copy_gbs
     builds = [f"**ours**: the native build, {_target_line(meta)}"]
@@ -296,14 +310,15 @@ def main(argv=None):
           f"thread pool has let go of the cores, then once timed) and reports medians; "
           f"vs <peer> = peer time / our time.\n")
     if args.target:
-        print("Builds compared (the other builds ran after the native one, in child processes; their "
-              "\"vs <peer>\" ratios use the peers' times from the native run):\n")
+        print("Builds compared (the other builds ran after the native one, in child processes, which timed "
+              "the peers again beside them: their \"vs <peer>\" ratios use the peers' times of their own "
+              "process):\n")
         print("\n".join(f"- {b}" for b in builds) + "\n")
     print(report.markdown([r for r in results if r.op != "copy"], copy_gbs, peer_order))
     for name in names:  # benches with a memory section (spgemm workspaces)
-        if hasattr(OPS[name], "memory_report") and not args.ours_only:
+        if hasattr(OPS[name], "memory_report") and not args.child:
             print(f"\n## {name}: peak memory\n\n{OPS[name].memory_report(args.quick)}")
-    if any(n in gnn.OPS for n in names) and not args.ours_only:
+    if any(n in gnn.OPS for n in names) and not args.child:
         targets = gnn.targets_report([r for r in results if r.op in gnn.OPS], copy_gbs)
         if targets:
             print(f"\n## gnn: targets\n\n{targets}")
