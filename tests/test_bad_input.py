@@ -555,3 +555,20 @@ def test_read_only_inputs_compile_nothing_more_and_are_never_returned(op, monkey
         if isinstance(a, np.ndarray):
             np.testing.assert_array_equal(a, b)
             assert not a.flags.writeable
+
+
+@pytest.mark.parametrize("vals,x", [
+    ([2**63 - 1, 2**63 - 1, -2**63], [1]),  # a partial sum leaves int64, the row's sum does not
+    ([2**62, -2**62], [-2**63]),  # products leave int64, their sum (0) does not
+])
+def test_golden_ism_words_wrap_to_the_exact_sum(vals, x):
+    """The golden Insert-Sort-Merge SpGEMM adds in int64 words that wrap (exact modulo 2**64, as its
+    siblings): a row whose exact result fits gives it, without numpy's overflow warning (found by
+    test_sparse_products_overflow_is_decided_on_exact_sums)."""
+    nnz = len(vals)
+    A = (np.array([0, nnz], np.int64), np.zeros(nnz, np.int64), np.array(vals, np.int64), (1, 1))
+    B = (np.array([0, 1], np.int64), np.zeros(1, np.int64), np.array(x, np.int64), (1, 1))
+    exact = sum(int(v) * int(x[0]) for v in vals)
+    for op in (golden.spgemm_esc, golden.spgemm_gustavson, lambda a, b: golden.spgemm_ism(a, b, "hash", capacity=2),
+               lambda a, b: golden.spgemm_ism(a, b, "coord", capacity=1)):
+        assert _golden_dense(op(A, B)).reshape(-1).tolist() == [exact]

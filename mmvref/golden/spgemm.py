@@ -224,15 +224,9 @@ class _Workspace:
         return cs, vs
 
 
-def spgemm_ism(A, B, policy="hash", capacity=64):
-    """C = A B by Insert-Sort-Merge with a sparse workspace (module docstring)."""
-    if policy not in ISM_POLICIES:
-        raise ValueError(f"policy must be one of {ISM_POLICIES}, got {policy!r}")
-    capacity = check_int(capacity, "capacity", 1)
-    (ap, ai, ad, (m, _)), (bp, bi, bd, (_, n)), wd = _operands(A, B)
-    in_dt = np.result_type(ad.dtype, bd.dtype)
-    ws = _Workspace(policy, capacity, n, wd)
-    rows, cols, vals = [], [], []
+def _ism_rows(ap, ai, ad, bp, bi, bd, m, wd, ws, rows, cols, vals):
+    """The rows of ``spgemm_ism``: each row's products inserted into the workspace ``ws``, which is
+    sorted and merged into the row's run whenever it is full; (rows, cols, vals) appended per row."""
     for i in range(m):
         run_c, run_v = np.zeros(0, np.int64), np.zeros(0, wd)
         for q in range(ap[i], ap[i + 1]):
@@ -248,6 +242,19 @@ def spgemm_ism(A, B, policy="hash", capacity=64):
         rows.append(np.full(len(run_c), i, np.int64))
         cols.append(run_c)
         vals.append(run_v)
+
+
+def spgemm_ism(A, B, policy="hash", capacity=64):
+    """C = A B by Insert-Sort-Merge with a sparse workspace (module docstring)."""
+    if policy not in ISM_POLICIES:
+        raise ValueError(f"policy must be one of {ISM_POLICIES}, got {policy!r}")
+    capacity = check_int(capacity, "capacity", 1)
+    (ap, ai, ad, (m, _)), (bp, bi, bd, (_, n)), wd = _operands(A, B)
+    in_dt = np.result_type(ad.dtype, bd.dtype)
+    ws = _Workspace(policy, capacity, n, wd)
+    rows, cols, vals = [], [], []
+    with np.errstate(over="ignore"):  # integer words wrap (exact modulo 2**64; ``_check_exact`` decided)
+        _ism_rows(ap, ai, ad, bp, bi, bd, m, wd, ws, rows, cols, vals)
     if not rows:
         return _finish(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, wd), (m, n), wd, in_dt)
     return _finish(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals), (m, n), wd, in_dt)
