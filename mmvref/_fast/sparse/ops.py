@@ -50,6 +50,7 @@ at most four index dtype pairs. Validation is fused into the kernels' passes.
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import threading
@@ -161,8 +162,11 @@ def spmv_plan(indptr, m, nnz):
     return K.partition(indptr, C, K.ROW_COST)
 
 
+@functools.lru_cache(maxsize=256)
 def one_chunk_plan(m, nnz):
-    """The plan of one chunk: all rows, all entries (what partition gives; the kernels check every row)."""
+    """The plan of one chunk: all rows, all entries (what partition gives; the kernels check every row).
+    Memoized (a small prepared matrix's first product: 0.6 us of two arrays): matrices of one size
+    share the arrays, which nothing writes (plans are replaced whole, never changed)."""
     return np.array([0, m], np.int64), np.array([0, nnz], np.int64)
 
 
@@ -764,9 +768,10 @@ def _row_chunks(m):
 def _structure(ap, ai, ad, bp, bi, bd, m, n, p):
     """Both operands validated (ValueError naming A, then B) and prods[r] = the number of
     products of row r of A B, in one pass (``_portable_spgemm.structure``). Small operands
-    (below SERIAL_COST) by numpy instead: a few passes over arrays of at most SERIAL_COST
-    entries (tens of microseconds), where a kernel of its own would cost a first call (cold
-    start) about a third of a second to compile."""
+    (below SERIAL_COST) on the calling thread instead: the checks by a small serial kernel
+    (``valid_small``: 0.1 s to compile), the products by numpy (a few passes over arrays of at
+    most SERIAL_COST entries), where the parallel kernel would cost a first call (cold start)
+    about a third of a second to compile."""
     if ai.size + bi.size + m + n < SERIAL_COST:
         if not _valid_small(ap, ai, n):
             raise_invalid(ap, ai, ad, n, "A")
@@ -788,17 +793,10 @@ def _structure(ap, ai, ad, bp, bi, bd, m, n, p):
     return prods
 
 
-_UNSIGNED = {4: np.uint32, 8: np.uint64}
-
-
 def _valid_small(indptr, indices, ncols):
     """Offsets non-decreasing (the ends are checked already: 0 and nnz) and column indices in
-    [0, ncols): numpy, for small operands."""
-    if indptr.size > 2 and (indptr[1:] < indptr[:-1]).any():
-        return False
-    # one reduction: viewed unsigned (indices are int32 or int64 here, ``index_arrays``), a negative
-    # index is larger than any column count
-    return not indices.size or int(indices.view(_UNSIGNED[indices.dtype.itemsize]).max()) < ncols
+    [0, ncols), for small operands: on the calling thread (``_portable_spgemm.valid_small``)."""
+    return KG.valid_small(indptr, indices, ncols)
 
 
 def _one_index_dtype(*arrays):

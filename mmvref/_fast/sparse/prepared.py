@@ -404,15 +404,17 @@ def prepare(A, *, overflow="raise"):
     if m and data.shape[0]:  # checked before any narrowing: a column index of 2**40 must not wrap into range
         if n == 0:
             raise_invalid(indptr, indices, data, n)
-        if data.dtype.kind == "f":
+        if data.dtype.kind == "f" and data.shape[0] >= ops.STENCIL_MIN_NNZ:
             # a stencil matrix's pass (``ops.stencil_of``) checks the structure too: then the only pass
             stencil = _stencil_in_parallel(indptr, indices, m, n, data.shape[0])
+        else:
+            stencil = None  # (too small to be taken for one: ``stencil_of``)
         if stencil is not None:
             pass
-        elif data.shape[0] + m < ops.SERIAL_COST:  # numpy: no kernel to compile for a small matrix (cold start)
+        elif data.shape[0] + m < ops.SERIAL_COST:  # a small serial kernel (not the parallel one: cold start)
             if not ops._valid_small(indptr, indices, n):
                 raise_invalid(indptr, indices, data, n)
-        else:  # a parallel kernel: the one launch here (a small matrix's numpy checks need no guard)
+        else:  # a parallel kernel: the one launch here (a small matrix's serial checks need no guard)
             _validate_in_parallel(indptr, indices, data, n)
     # int32 indices where they fit: 4 bytes per entry fewer to read
     idt = np.int32 if max(m, n, data.shape[0]) < 2**31 - 1 else np.int64
