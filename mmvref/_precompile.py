@@ -21,8 +21,11 @@ elements, plus one input past the size at which the ops go parallel) through
 the paths a first real call takes: 1-D and 2-D ``(n, 8)`` inputs of the N-d
 segment ops, every reduction (with ``return_arg`` for min and max), inclusive
 and exclusive scans, scipy CSR matrices with 32- and 64-bit indices for the
-sparse ops, sorted and unsorted indices for ``scatter``, and ``out=`` where
-the op takes it. A line is printed as each task finishes, with the number of
+sparse ops (small ones, ones past the size at which a product splits its work
+among threads, with short rows and with long ones, and a banded matrix for the
+SpMV of stencil matrices; SpMM at 8 columns: its kernels are made per set of
+column blocks, and another column count compiles its own on first use), sorted
+and unsorted indices for ``scatter``, and ``out=`` where the op takes it. A line is printed as each task finishes, with the number of
 specializations it compiled and loaded from the cache; a task that fails
 prints its error and the command exits 1 once the others are done.
 
@@ -98,6 +101,8 @@ N = 1000  #: small inputs: past every early return, cheap to run
 LONG = 1 << 17  #: one 1-D input past the sizes at which the ops split work among threads
 F = 8  #: features of the 2-D inputs
 STENCIL_ROWS = 1 << 16  #: rows of the tridiagonal matrix that takes spmv's stencil kernel (3 entries a row)
+LARGE_COLS = 1 << 15  #: columns (and rows of the short-row one) of the matrices past one SpMV chunk
+LONG_ROW_ENTRIES = 128  #: entries a row of the long-row one (past every path's LONG_ROW)
 
 
 # ----------------------------------------------------------------------------- the calls
@@ -145,6 +150,23 @@ class _Inputs:
             self.A64 = self.A.copy()  # the index dtype of large matrices (scipy picks int32 at this size)
             self.A64.indices, self.A64.indptr = i64
         self.D = self.x2
+        # two matrices past one chunk of the SpMV (``sparse.ops.spmv_plan``), so that the parallel kernels a
+        # first product on a large matrix takes are compiled too: short rows (10 a row) and long ones
+        # (LONG_ROW_ENTRIES a row), with 32- and 64-bit indices (scipy gives 32, torch 64)
+        self.xl = rng.integers(-5, 6, LARGE_COLS).astype(dt)
+        self.large = []
+        for rows, k in ((LARGE_COLS, 10), (LARGE_COLS // 16, LONG_ROW_ENTRIES)):
+            lind = rng.integers(0, LARGE_COLS, rows * k).astype(np.int32)
+            lptr = np.arange(0, rows * k + 1, k, dtype=np.int32)
+            ldata = rng.integers(-5, 6, rows * k).astype(dt)
+            for wide in (False, True):
+                ind, ptr = (lind.astype(np.int64), lptr.astype(np.int64)) if wide else (lind, lptr)
+                if dt == np.float16:
+                    self.large.append((ptr, ind, ldata, (rows, LARGE_COLS)))
+                else:
+                    L = sp.csr_matrix((ldata, lind, lptr), shape=(rows, LARGE_COLS))
+                    L.indices, L.indptr = ind, ptr  # (scipy would narrow int64 indices that fit)
+                    self.large.append(L)
         # a banded matrix of one pattern past the stencil path's size (``spmv``'s kernel of stencil
         # matrices: ``sparse.ops.stencil_of``), float values only (integer products keep theirs)
         self.stencils = ()
@@ -234,6 +256,8 @@ def _compress_ind(m, i):
 def _spmv(m, i):
     for A in (i.A, i.A64):
         m.spmv(A, i.x)
+    for A in i.large:
+        m.spmv(A, i.xl)
     for A in i.stencils:
         m.spmv(A, i.xs)
 
@@ -289,6 +313,8 @@ def _top_p_sample(m, i):
 def _spmm(m, i):
     for A in (i.A, i.A64):
         m.spmm(A, i.D)
+    for A in i.large[:2]:  # (short rows: SpMM's tasks do not depend on the row lengths)
+        m.spmm(A, i.xl[:, None].repeat(F, axis=1))
 
 
 def _spgemm(m, i):
@@ -303,6 +329,10 @@ def _prepare(m, i):
         P @ i.x
         P @ i.D
         P.rmatvec(i.x[:A.shape[0]])
+    for A in i.large[::2]:  # (prepare keeps 32-bit indices where they fit)
+        P = m.prepare(A)
+        P @ i.xl
+        P @ i.xl  # (the bound product)
     for A in i.stencils:
         P = m.prepare(A)
         P @ i.xs
