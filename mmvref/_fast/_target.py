@@ -71,6 +71,9 @@ FAMILIES: dict[str, dict[str, str]] = {
     # float SpMV: on AVX-512 targets LLVM's own gathers (zmm) are the AVX-512 path; AVX2 forces
     # hardware gathers, which LLVM's tuning scalarizes on AMD Zen
     "spmv": {"avx512": "sparse._portable_spmv", "avx2": "sparse._avx2", "portable": "sparse._portable_spmv"},
+    # SpMV of stencil matrices (rows of one pattern of diagonal offsets): plain loops LLVM vectorizes
+    # for the target (interleaved loads and shuffles), no intrinsics
+    "spmv (stencil matrices)": {"portable": "sparse._portable_stencil"},
     "spmm": {"portable": "sparse._portable_spmm"},
     "spgemm": {"portable": "sparse._portable_spgemm"},
     "scan family (split, sort, topk, sampling)": {"portable": "scanfamily._portable"},
