@@ -130,9 +130,10 @@ def spmv(A, x, *, overflow="raise"):
 
     Stencil matrices (at least 2**17 entries, most rows holding one pattern of
     at most 8 offsets from the diagonal, in one order: 2-D 5-point and 3-D
-    7-point Poisson, tridiagonal and banded matrices; ``stencil_of``) take a kernel that does not read those rows' column
-    indices; every row is then summed in one fixed order (four accumulators,
-    ``_portable_stencil``), so the result does not depend on the thread count.
+    7-point Poisson, tridiagonal and banded matrices; ``stencil_of``) take a
+    kernel that does not read those rows' column indices; every row is then
+    summed in one fixed order (four accumulators, ``_portable_stencil``), so
+    the result does not depend on the thread count.
 
     Validation (indptr starts at 0, ends at nnz and never decreases; every
     column index in [0, shape[1])) is fused into the kernel's single pass over
@@ -363,14 +364,14 @@ class Stencil:
 
 
 def stencil_of(indptr, indices, m, n, nnz):
-    """The ``Stencil`` of a CSR matrix whose rows, nearly all, hold one pattern of offsets from the
-    diagonal (``_portable_stencil``), else None: at least STENCIL_MIN_NNZ entries; one pattern held
-    by half of STENCIL_SAMPLES sampled rows (a matrix that is no stencil stops here, after a call
-    of a few microseconds); then one pass over the offsets and column indices finds
-    the rows that hold it, which must have STENCIL_SHARE of the entries, the other rows short
-    (STENCIL_OTHER_ROW). A function of the
-    structure alone, so ``spmv`` and a prepared matrix decide alike. That pass checks the
-    structure: an invalid one gives None (the CSR kernel then raises the error)."""
+    """The ``Stencil`` of a CSR matrix whose rows, most of them, hold one pattern of offsets from
+    the diagonal (``_portable_stencil``), else None: at least STENCIL_MIN_NNZ entries; one pattern
+    held by half of STENCIL_SAMPLES sampled rows (a matrix that is no stencil stops here, after a
+    call of a few microseconds); then one pass over the offsets and column indices finds the rows
+    that hold it, which must have STENCIL_SHARE of the entries, the other rows short
+    (STENCIL_OTHER_ROW). A function of the structure alone, so ``spmv`` and a prepared matrix
+    decide alike. That pass checks the structure: an invalid one gives None (the CSR kernel then
+    raises the error)."""
     if nnz < STENCIL_MIN_NNZ or m < 2 or n < 1:
         return None
     off = KS.stencil_sample(indptr, indices, n, STENCIL_SAMPLES, STENCIL_MAX_TERMS)

@@ -8,9 +8,9 @@ the chunks of the SpMV for the thread count (``ops.spmv_plan``: a merge-path spl
 entries into chunks of about equal cost; rows cut by a chunk border are combined from the chunks'
 parts), the float SpMV bound to them (``ops.FloatSpmv``, whose first product records the plan of its
 short-row batches for the later ones to replay; for a stencil matrix, ``ops.stencil_of``'s runs and
-``ops.StencilSpmv``: found here in the pass that checks the structure), the SpMM's row tasks per column count, and, on the first
-``rmatvec``, the transpose (its structure and the permutation that carries values over). Each
-product then runs the same code as ``spmv`` / ``spmm`` (``ops.spmv_arrays`` / ``ops.spmm_arrays``),
+``ops.StencilSpmv``: found here in the pass that checks the structure), the SpMM's row tasks per
+column count, and, on the first ``rmatvec``, the transpose (its structure and the permutation that
+carries values over). Each product then runs the same code as ``spmv`` / ``spmm`` (``ops.spmv_arrays`` / ``ops.spmm_arrays``),
 so it gives the same bits as they do with the same thread count.
 
 Thread safety: the plans are immutable arrays swapped in whole (a changed thread count makes new
