@@ -20,7 +20,7 @@ import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from test_prepared import _within_bound
 
@@ -57,6 +57,19 @@ def _sampled(m):
     """The rows ``stencil_sample`` looks at."""
     S = sparse_ops.STENCIL_SAMPLES
     return [(m - 1) * s // max(S - 1, 1) for s in range(S)]
+
+
+def _sampled_pattern(indptr, indices, m):
+    """Plain loops: the first pattern (offsets from the diagonal, in entry order) of 1 to
+    STENCIL_MAX_TERMS entries among the first STENCIL_SAMPLES / 2 + 1 sampled rows that half of the
+    sampled rows hold, or None."""
+    S = sparse_ops.STENCIL_SAMPLES
+    rows = _sampled(m)
+    pattern = [[int(c) - i for c in indices[int(indptr[i]):int(indptr[i + 1])]] for i in rows]
+    for cand in pattern[:S // 2 + 1]:
+        if 1 <= len(cand) <= sparse_ops.STENCIL_MAX_TERMS and 2 * sum(1 for p in pattern if p == cand) >= S:
+            return tuple(cand)
+    return None
 
 
 def _ordered_rows(indptr, indices, data, x):
@@ -174,19 +187,22 @@ def test_perturbed_stencils_bit_for_bit(mat, blocks, threads):
         with small_stencils(blocks):
             A = sp.csr_array((data, indices, indptr), shape=shape)
             s = _check(A, x)
+            event("stencil kernel" if s is not None else "CSR kernel")
             m, n = shape
             if s is not None:
+                assert s.off == _sampled_pattern(indptr, indices, m)
                 rows = _pattern_rows(indptr, indices, n, s.off)
                 got = [r for a, b in s.runs.reshape(-1, 2).tolist() for r in range(a, b)]
                 assert got == rows
                 assert len(rows) * len(s.off) >= sparse_ops.STENCIL_SHARE * indices.size
-            else:  # the rule's reasons, from the plain loop's rows (a pattern the sample missed is none)
-                rows = _pattern_rows(indptr, indices, n, base)
-                held = len(rows) * len(base)
-                assert (len(base) > sparse_ops.STENCIL_MAX_TERMS
-                        or held < sparse_ops.STENCIL_SHARE * indices.size
-                        or indices.size - held > sparse_ops.STENCIL_OTHER_ROW * (m - len(rows))
-                        or 2 * sum(1 for i in _sampled(m) if i in set(rows)) < sparse_ops.STENCIL_SAMPLES)
+            else:  # the rule's reasons, from plain loops: no pattern held by half the sampled rows,
+                # or the first one the sample takes breaks a limit
+                pattern = _sampled_pattern(indptr, indices, m)
+                if pattern is not None:
+                    rows = _pattern_rows(indptr, indices, n, pattern)
+                    held = len(rows) * len(pattern)
+                    assert (held < sparse_ops.STENCIL_SHARE * indices.size
+                            or indices.size - held > sparse_ops.STENCIL_OTHER_ROW * (m - len(rows)))
     finally:
         numba.set_num_threads(old)
 
