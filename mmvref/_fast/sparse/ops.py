@@ -129,8 +129,9 @@ def spmv(A, x, *, overflow="raise"):
     reassociation. NaN and inf propagate as in IEEE arithmetic.
 
     Stencil matrices (at least 2**17 entries, most rows holding one pattern of
-    at most 8 offsets from the diagonal, in one order: 2-D 5-point and 3-D
-    7-point Poisson, tridiagonal and banded matrices; ``stencil_of``) take a
+    at most 32 offsets from the diagonal, in one order, 9 to 16 not where the
+    compile target has AVX-512: 2-D 5- and 9-point, 3-D 7- and 27-point
+    stencils, tridiagonal and banded matrices; ``stencil_of``) take a
     kernel that does not read those rows' column indices; every row is then
     summed in one fixed order (four accumulators, ``_portable_stencil``), so
     the result does not depend on the thread count.
@@ -337,13 +338,18 @@ STENCIL_MIN_NNZ = 1 << 17
 #: the sample's reads miss the cache (two lines a row), on every ``spmv`` of a large matrix: 64
 #: rows cost the 1.2M-entry attention matrix b-2 r-2 10-15 us of its 0.23 ms
 STENCIL_SAMPLES = 32
-#: the longest pattern taken. LLVM vectorizes ``_stencil_run``'s rows by shuffles of the values'
-#: interleaved group up to 8 terms a row; from 9 to 16 it emits gathers when it compiles for
-#: AVX-512, slower than the CSR kernel (Zen 5, one thread, ns an entry: 5 terms 0.065, 8 0.112,
-#: 9 0.45, 12 0.89; a 2-D 9-point matrix of 1e6 rows, 2 threads: 6.6 ms against the CSR kernel's
-#: 3.2), and past 16 scalar code (0.30-0.35). So 3-D 7-point and 2-D 5-point stencils take it,
-#: 9- and 27-point ones the CSR kernel.
-STENCIL_MAX_TERMS = 8
+#: the longest pattern taken, and the lengths not taken where the compile target has AVX-512. LLVM
+#: vectorizes ``_stencil_run``'s rows by shuffles of the values' interleaved group up to 8 terms a
+#: row; from 9 to 16 it emits gathers when it compiles for AVX-512, slower than the CSR kernel (Zen
+#: 5, one thread, ns an entry: 5 terms 0.065, 8 0.112, 9 0.45, 12 0.89; a 2-D 9-point matrix of 1e6
+#: rows, 2 threads: 6.0-6.6 ms against the CSR kernel's 3.2), and past 16 scalar code (0.30-0.35),
+#: which still wins (3-D 27-point, 60^3 rows: 1.25 against 1.48 ms float32, 1.44-1.49 against 2.19
+#: float64). Compiled for haswell or the x86-64 baseline no length gathers: 2-D 9-point 1.34-1.40
+#: against 3.44 ms (haswell) and 1.50-1.53 against 5.75 (x86-64) float32; 27-point 1.24-1.29
+#: against 1.48 and 2.55. The target's features decide (``_target.target()``: what LLVM compiles
+#: for, whatever level MMVREF_SIMD asks of the other kernels).
+STENCIL_MAX_TERMS = 32
+STENCIL_GATHERED_TERMS = range(9, 17)
 #: a stencil matrix holds at least this share of its entries in stencil rows (a 3-D 7-point
 #: Poisson matrix of 36^3 rows: 0.87), and its other rows, which take the CSR kernel's scalar rows
 #: (``_scalar_rows``), hold at most STENCIL_OTHER_ROW entries on average (longer rows go faster
@@ -376,6 +382,8 @@ def stencil_of(indptr, indices, m, n, nnz):
         return None
     off = KS.stencil_sample(indptr, indices, n, STENCIL_SAMPLES, STENCIL_MAX_TERMS)
     if off.size == 0 or int(indptr[0]) != 0 or int(indptr[m]) != nnz:
+        return None
+    if off.size in STENCIL_GATHERED_TERMS and _target.target().has("avx512f"):
         return None
     off = tuple(off.tolist())  # (the kernels' pattern length a compile-time constant)
     blocks = _row_blocks(m)
