@@ -24,7 +24,14 @@ __all__ = ["main", "run"]
 
 def _versions():
     """The benchmark header's facts: mmvref's configuration report (versions, CPU, the
-    target Numba compiles for, kernel paths, threading) plus the peers' versions."""
+    target Numba compiles for, kernel paths, threading) plus the peers' versions. torch (a peer)
+    is imported first, before mmvref's threading layer launches: as in a torch user's process,
+    mmvref's kernels then run on torch's OpenMP threads instead of competing with them
+    (docs/cpus.md), and the report names the layer that runs."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
     from mmvref._config import config_info
 
     v = config_info()

@@ -631,3 +631,41 @@ def test_wide_max_backward_matches_the_oracle(weights):
     params = [x] + ([w] if w is not None else [])
     for a, b in zip(torch.autograd.grad(out, params, up), torch.autograd.grad(ref, params, up)):
         torch.testing.assert_close(a, b, **TOL[torch.float64])
+
+
+_THREADS_SCRIPT = """
+import sys, warnings, numpy as np
+if sys.argv[1] == "torch-first":
+    import torch
+import mmvref
+mmvref.scan(np.arange(1 << 20, dtype=np.int64))   # launches mmvref's threading layer
+import torch, mmvref.pyg
+from mmvref import _threading
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    for _ in range(2):
+        mmvref.pyg.enable(); mmvref.pyg.disable()
+print("RESULT", _threading.describe()["policy"], sum("compete for the cores" in str(x.message) for x in w))
+"""
+
+
+@pytest.mark.native_only
+def test_enable_warns_once_when_mmvrefs_threads_compete_with_torchs():
+    """torch imported first: the layer runs on torch's OpenMP threads, no warning; mmvref's layer
+    launched before torch was imported: one RuntimeWarning naming the fix."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_THREADING_LAYER")}
+    env["PYTHONPATH"] = os.pathsep.join([str(root)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    got = {}
+    for order in ("torch-first", "mmvref-first"):
+        r = subprocess.run([sys.executable, "-c", _THREADS_SCRIPT, order], capture_output=True, text=True, env=env,
+                           timeout=300, cwd=root)
+        assert r.returncode == 0, r.stderr
+        got[order] = r.stdout.split("RESULT ")[1].split()
+    assert got["torch-first"] == ["omp-on-torch-threads+fork-one-thread", "0"]
+    assert got["mmvref-first"][0] in ("tbb", "workqueue+lock") and got["mmvref-first"][1] == "1"

@@ -113,6 +113,21 @@ def _restore() -> None:
             setattr(owner, name, value)
 
 
+_warned_threads = False
+
+
+def _warn_if_threads_compete() -> None:
+    global _warned_threads
+    from .. import _threading
+
+    if not _warned_threads and _threading.competes_with_torch():
+        _warned_threads = True
+        warnings.warn("mmvref's threading layer was launched before torch was imported, so mmvref's kernels "
+                      "and torch's OpenMP threads compete for the cores (a training step up to 1.5x slower); "
+                      "import torch (or torch_geometric) before mmvref's first call to run them on torch's "
+                      "threads (docs/cpus.md, 'Threads and processes')", RuntimeWarning, stacklevel=3)
+
+
 class _Enabled:
     """What ``enable()`` returns: as a context manager, it restores the state before ``enable()``
     at exit."""
@@ -144,6 +159,7 @@ def enable(*, cache_bytes: int | None = None) -> _Enabled:
                 raise ValueError(f"cache_bytes must be a non-negative int, got {cache_bytes!r}")
             _routes.cache.max_bytes = cache_bytes
         if not _enabled and _version_ok():
+            _warn_if_threads_compete()
             try:
                 _apply()
             except BaseException:
