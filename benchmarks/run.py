@@ -25,9 +25,8 @@ __all__ = ["main", "run"]
 def _versions():
     """The benchmark header's facts: mmvref's configuration report (versions, CPU, the
     target Numba compiles for, kernel paths, threading) plus the peers' versions. torch (a peer)
-    is imported first, before mmvref's threading layer launches: as in a torch user's process,
-    mmvref's kernels then run on torch's OpenMP threads instead of competing with them
-    (docs/cpus.md), and the report names the layer that runs."""
+    is imported first, so that the threading policy reported is the one in force when the layer
+    launches (docs/cpus.md, "Threads and processes")."""
     try:
         import torch  # noqa: F401
     except ImportError:

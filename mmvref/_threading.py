@@ -9,9 +9,10 @@ OpenMP"), which is what multiprocessing's default start method and torch
 DataLoader workers do. The policy, installed by ``install()`` when ``mmvref`` is
 imported:
 
-* **omp on torch's OpenMP threads** where torch is imported when the layer
-  launches and its OpenMP runtime (the pip wheels' GNU libgomp) is in the
-  process's global symbol scope: Numba's omp layer then binds to that very
+* **omp on torch's OpenMP threads** where mmvref's torch-facing modules
+  (``mmvref.pyg``, ``mmvref.torch_scatter``, the autograd ops) are imported when
+  the layer launches, and torch's OpenMP runtime (the pip wheels' GNU libgomp)
+  is in the process's global symbol scope: Numba's omp layer then binds to that very
   runtime, so mmvref's parallel regions run on torch's own thread team. Under
   any other layer the two pools share the cores: torch's OpenMP workers spin
   for milliseconds after each torch op, and a kernel launched in that window
@@ -154,12 +155,22 @@ def _global_openmp():
         return None
 
 
+#: mmvref's modules that run its kernels between torch ops (autograd functions, PyG's layers)
+TORCH_FACING = ("mmvref.pyg", "mmvref.torch_scatter", "mmvref._fast.segment._torch")
+
+
 def _torch_openmp() -> bool:
-    """torch is imported, runs its intra-op parallelism on OpenMP, and an OpenMP runtime is in the
-    global symbol scope (torch loads its libgomp there): Numba's omp layer would run on torch's own
-    threads. Never in a forked child (torch's thread pool is gone there)."""
+    """One of mmvref's torch-facing modules (``TORCH_FACING``) is imported, torch runs its intra-op
+    parallelism on OpenMP, and an OpenMP runtime is in the global symbol scope (torch loads its
+    libgomp there): Numba's omp layer would run on torch's own threads. Never in a forked child
+    (torch's thread pool is gone there). torch merely imported is not enough: GNU OpenMP's workers
+    spin for milliseconds after each region, which helps the torch op that follows but slows other
+    thread pools that follow (numpy's OpenBLAS in scipy's ``cg``: 300 iterations on the 2-D
+    Poisson matrix of 1e6 rows with the prepared operator took 2.66-2.77 s on GNU OpenMP threads
+    against 1.70 s under tbb; with scipy's own matrix 1.91-2.41 s)."""
     torch = sys.modules.get("torch")
-    if torch is None or _forked or _global_openmp() is None:
+    if (torch is None or _forked or not any(m in sys.modules for m in TORCH_FACING)
+            or _global_openmp() is None):
         return False
     try:
         info = torch.__config__.parallel_info()
@@ -199,8 +210,9 @@ def _launch_with_policy(launch):
 
 
 def competes_with_torch() -> bool:
-    """The layer was launched (by mmvref's policy) as a pool of its own while torch, imported later,
-    runs on OpenMP: the two pools share the cores (``mmvref.pyg.enable()`` warns)."""
+    """The layer was launched (by mmvref's policy) as a pool of its own before a torch-facing module
+    was imported, and torch runs on OpenMP: the two pools share the cores (``mmvref.pyg.enable()``
+    warns)."""
     par = _parallel()
     return (_origin == "mmvref" and par._is_initialized and not _torch_omp and not _forked
             and _torch_openmp())

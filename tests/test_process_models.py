@@ -41,6 +41,8 @@ SCRIPT = textwrap.dedent(r'''
     import numba
     import mmvref
     from mmvref import _threading
+    if os.environ.get("PM_TORCH_THREADS"):
+        import mmvref.torch_scatter  # a torch-facing module: the layer runs on torch's threads
 
     N = 1 << 20
     STEP = 64  # spmv: N // STEP rows of STEP entries
@@ -372,8 +374,9 @@ def test_forced_layer_is_kept(runs, layer):
 
 
 def test_torch_imported_first_runs_on_torchs_openmp_threads(runs):
-    """torch's OpenMP team started before mmvref's layer: the layer is omp (torch's runtime), and
-    torch's thread count is the one the script set."""
+    """torch's OpenMP team started and a torch-facing module of mmvref imported before mmvref's
+    layer launches: the layer is omp (torch's runtime), and torch's thread count is the one the
+    script set."""
     r = runs("torch")
     assert r["parent"] == "ok"
     assert (r["layer"], r["policy"]) == ("omp", "omp-on-torch-threads+fork-one-thread")
@@ -465,7 +468,7 @@ def test_launch_keeps_torchs_thread_count(tmp_path):
         import torch
         torch.set_num_threads(1)
         torch.ones(1 << 20).mul(2).sum()
-        import numpy as np, numba, mmvref
+        import numpy as np, numba, mmvref, mmvref.torch_scatter
         from mmvref import _threading
         assert int(mmvref.scan(np.arange(1 << 20, dtype=np.int64))[-1]) == (1 << 20) * ((1 << 20) - 1) // 2
         print("RESULT", numba.threading_layer(), _threading.describe()["policy"], torch.get_num_threads(), flush=True)
@@ -476,3 +479,24 @@ def test_launch_keeps_torchs_thread_count(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "RESULT omp omp-on-torch-threads+fork-one-thread 1" in p.stdout, p.stdout + p.stderr
+
+
+def test_torch_imported_alone_keeps_mmvrefs_own_pool(tmp_path):
+    """torch imported but none of mmvref's torch-facing modules: the layer stays mmvref's own
+    (GNU OpenMP's spinning workers would slow numpy's BLAS threads between mmvref's kernels)."""
+    if not _has_torch():
+        pytest.skip("torch is not installed")
+    code = textwrap.dedent('''
+        import torch
+        torch.ones(1 << 20).mul(2).sum()
+        import numpy as np, numba, mmvref
+        from mmvref import _threading
+        mmvref.scan(np.arange(1 << 20, dtype=np.int64))
+        print("RESULT", numba.threading_layer(), _threading.describe()["policy"], flush=True)
+    ''')
+    e = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_THREADING_LAYER")}
+    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    p = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    want = "RESULT tbb tbb" if _libtbb_ok() else "RESULT workqueue workqueue+lock"
+    assert want in p.stdout, p.stdout + p.stderr

@@ -636,7 +636,7 @@ def test_wide_max_backward_matches_the_oracle(weights):
 _THREADS_SCRIPT = """
 import sys, warnings, numpy as np
 if sys.argv[1] == "torch-first":
-    import torch
+    import torch, mmvref.pyg
 import mmvref
 mmvref.scan(np.arange(1 << 20, dtype=np.int64))   # launches mmvref's threading layer
 import torch, mmvref.pyg
@@ -651,8 +651,8 @@ print("RESULT", _threading.describe()["policy"], sum("compete for the cores" in 
 
 @pytest.mark.native_only
 def test_enable_warns_once_when_mmvrefs_threads_compete_with_torchs():
-    """torch imported first: the layer runs on torch's OpenMP threads, no warning; mmvref's layer
-    launched before torch was imported: one RuntimeWarning naming the fix."""
+    """mmvref.pyg imported first: the layer runs on torch's OpenMP threads, no warning; mmvref's
+    layer launched before it was imported: one RuntimeWarning naming the fix."""
     import os
     import subprocess
     import sys

@@ -122,10 +122,10 @@ def _warn_if_threads_compete() -> None:
 
     if not _warned_threads and _threading.competes_with_torch():
         _warned_threads = True
-        warnings.warn("mmvref's threading layer was launched before torch was imported, so mmvref's kernels "
-                      "and torch's OpenMP threads compete for the cores (a training step up to 1.5x slower); "
-                      "import torch (or torch_geometric) before mmvref's first call to run them on torch's "
-                      "threads (docs/cpus.md, 'Threads and processes')", RuntimeWarning, stacklevel=3)
+        warnings.warn("mmvref's threading layer was launched before mmvref.pyg was imported, so mmvref's "
+                      "kernels and torch's OpenMP threads compete for the cores (a training step up to 1.5x "
+                      "slower); import mmvref.pyg before mmvref's first call to run them on torch's threads "
+                      "(docs/cpus.md, 'Threads and processes')", RuntimeWarning, stacklevel=3)
 
 
 class _Enabled:
