@@ -669,3 +669,71 @@ def test_enable_warns_once_when_mmvrefs_threads_compete_with_torchs():
         got[order] = r.stdout.split("RESULT ")[1].split()
     assert got["torch-first"] == ["omp-on-torch-threads+fork-one-thread", "0"]
     assert got["mmvref-first"][0] in ("tbb", "workqueue+lock") and got["mmvref-first"][1] == "1"
+
+
+def _loop_extreme(src, dst, n, reduce):
+    """Plain-loop oracle of PyG's scatter max/min: per destination the extreme of its rows (NaN
+    wins, as torch's maximum); 0 where a destination has no row."""
+    out = torch.zeros((n,) + tuple(src.shape[1:]), dtype=src.dtype)
+    flat, seen = src.reshape(src.size(0), -1), [False] * n
+    o = out.view(n, -1)
+    for e in range(src.size(0)):
+        i = int(dst[e])
+        for k in range(flat.size(1)):
+            v = flat[e, k]
+            if not seen[i] or torch.isnan(v) or (v > o[i, k] if reduce in ("max", "amax") else v < o[i, k]):
+                if not (seen[i] and torch.isnan(o[i, k])):
+                    o[i, k] = v
+        seen[i] = True
+    return out
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (4,), (2, 3)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_extreme_scatter_over_an_edge_index_row_runs_on_the_prepared_graph(shape, dtype):
+    """scatter max/min without a gradient whose index is row 1 of an edge index (GAT's softmax):
+    the graph's CSR order and torch's segment_reduce, equal to a plain loop bit for bit (empty
+    destinations 0, NaN kept); the graph is prepared once and shared with propagate's cache; other
+    indices, a gradient, or a changed edge index take the other paths and stay right."""
+    from torch_geometric.utils import scatter
+
+    g = torch.Generator().manual_seed(33)
+    n, E = 12, 40
+    ei = torch.stack([torch.randint(0, n, (E,), generator=g), torch.randint(0, n - 3, (E,), generator=g)])
+    src = torch.randn((E,) + shape, generator=g, dtype=dtype)
+    src.view(E, -1)[::7, 0] = float("nan")
+    mp.clear_cache()
+    width = src.numel() // E
+    with mp.enable():
+        from torch_geometric.utils import scatter as s2
+
+        if width < _routes.PREPARE_MIN_FEATURES:  # too narrow to prepare a new graph: the unfused path
+            st = mp.stats()
+            torch.testing.assert_close(s2(src, ei[1], 0, n, "max"), _loop_extreme(src, ei[1], n, "max"), rtol=0,
+                                       atol=0, equal_nan=True)
+            assert mp.stats()["cache_graphs"] == 0
+            s2(torch.zeros(E, 2, dtype=dtype), ei[1], 0, n, "max")  # a wide call prepares it (as GAT's first layer)
+        st0 = mp.stats()
+        for r in ("max", "min", "amax", "amin"):
+            st = mp.stats()
+            got = s2(src, ei[1], 0, n, r)
+            after = mp.stats()
+            assert after["unfused"] == st["unfused"] + 1 and after["fallback"] == st["fallback"]
+            assert after["cache_graphs"] == 1
+            want = _loop_extreme(src, ei[1], n, r)
+            torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+            assert got.dtype == dtype and got.shape == want.shape
+        assert mp.stats()["cache_misses"] - st0["cache_misses"] == (0 if width < 2 else 1)  # prepared once
+        # not a row of an edge index, a source row, a gradient: the other paths, the same values
+        for idx, s in ((ei[1].clone(), src), (ei[0], src), (ei[1], src.clone().requires_grad_())):
+            before = mp.stats()["cache_hits"]
+            got = s2(s, idx, 0, n, "max")
+            assert mp.stats()["cache_hits"] == before
+            torch.testing.assert_close(got.detach(), _loop_extreme(src, idx, n, "max"), rtol=0, atol=0,
+                                       equal_nan=True)
+        ei[1, :5] = n - 1  # changed in place: never the stale graph
+        torch.testing.assert_close(s2(src, ei[1], 0, n, "max"), _loop_extreme(src, ei[1], n, "max"), rtol=0, atol=0,
+                                   equal_nan=True)
+    with _disabled():
+        torch.testing.assert_close(scatter(src, ei[1], 0, n, "max"), _loop_extreme(src, ei[1], n, "max"), rtol=0,
+                                   atol=0, equal_nan=True)

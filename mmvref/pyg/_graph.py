@@ -34,16 +34,30 @@ class Csr:
     """Edges as CSR by one endpoint: ``indptr`` (int64, n_rows + 1), ``col`` (the other endpoint per
     entry, int32), ``perm`` (the edge id per entry, int32); row tasks per thread count."""
 
-    __slots__ = ("n_rows", "n_cols", "indptr", "col", "perm", "_tasks")
+    __slots__ = ("n_rows", "n_cols", "indptr", "col", "perm", "_tasks", "_torch_order")
 
     def __init__(self, n_rows, n_cols, indptr, col, perm):
         self.n_rows, self.n_cols = n_rows, n_cols
         self.indptr, self.col, self.perm = indptr, col, perm
         self._tasks = {}
+        self._torch_order = None
+
+    def torch_order(self):
+        """(edge ids in CSR order as an int64 tensor, the row offsets as a tensor, a bool mask of
+        the empty rows or None): what torch's ``index_select`` and ``segment_reduce`` take."""
+        t = self._torch_order
+        if t is None:
+            counts = np.diff(self.indptr)
+            empty = torch.from_numpy(counts == 0) if self.n_rows and not counts.all() else None
+            t = self._torch_order = (torch.from_numpy(self.perm.astype(np.int64)), torch.from_numpy(self.indptr), empty)
+        return t
 
     @property
     def nbytes(self) -> int:
-        return self.indptr.nbytes + self.col.nbytes + self.perm.nbytes
+        n = self.indptr.nbytes + self.col.nbytes + self.perm.nbytes
+        if self._torch_order is not None:
+            n += self._torch_order[0].numel() * 8 + (0 if self._torch_order[2] is None else self.n_rows)
+        return n
 
     def tasks(self) -> np.ndarray:
         """Row boundaries of about equal work, four tasks per Numba thread (recomputed when the

@@ -6,7 +6,9 @@ replacement takes a call (otherwise it calls PyG's own function with the same ar
   it pays, see ``_scatter_pays``; ``segment``: from ``SEGMENT_MIN_WIDTH`` values per position). This also routes
   everything PyG builds on them: ``Aggregation.reduce`` (sum, mean, min, max, mul) and the
   aggregations composed of it (var, std, powermean, ...), and ``softmax``, whose maxima and sums
-  are scatter/segment calls.
+  are scatter/segment calls. A max/min without a gradient over row 1 of an edge index (GAT's
+  softmax) runs over that graph's prepared CSR with torch's ``segment_reduce`` (no kernel to
+  compile in a first step).
 - ``spmm`` (``torch_geometric.utils``): a CPU torch sparse CSR or CSC adjacency times float32/64
   features runs the fused product (``gspmm``), its graph prepared once per adjacency.
 - ``propagate`` of SAGEConv, GINConv, GCNConv, GraphConv and GATConv: with a plain or ``EdgeIndex``
@@ -89,9 +91,42 @@ def _scatter_pays(src: Tensor, dim: int, reduce: str) -> bool:
     return reduce in ("min", "max") or (reduce in ("sum", "mean") and wide)
 
 
+def _destination_row_graph(index: Tensor, n_dst, width: int):
+    """The prepared graph whose destinations are ``index``, where ``index`` is row 1 of a plain
+    contiguous edge index (PyG's ``collect`` hands ``edge_index[1]`` to edge updates: GAT's
+    attention softmax), with ``n_dst`` destinations and as many sources; else None."""
+    base = index._base
+    if (type(index) is not Tensor or type(base) is not Tensor or not isinstance(n_dst, int) or base.dim() != 2
+            or base.size(0) != 2 or base.dtype != torch.int64 or base.device.type != "cpu"
+            or not base.is_contiguous() or index.dim() != 1 or index.numel() != base.size(1)
+            or index.stride(0) != 1 or index.data_ptr() != base.data_ptr() + base.stride(0) * base.element_size()):
+        return None
+    return _edge_index_graph(base, n_dst, n_dst, width)
+
+
+def _segment_extreme(graph, src: Tensor, r: str) -> Tensor:
+    """``scatter(src, dst, reduce=r)`` for r in max, min, without a gradient, over a prepared graph:
+    src's rows gathered into the graph's CSR order, then torch's ``segment_reduce`` (no kernel of
+    mmvref's to compile: GAT's first step skips the index check's and the scatter's, 1.6 s, for
+    1.3 + 0.6 ms a step on 20k nodes with 4 and 1 heads). Empty rows give 0, as PyG's scatter."""
+    f = graph.forward
+    perm, offsets, empty = f.torch_order()
+    out = torch.segment_reduce(src.index_select(0, perm), r, offsets=offsets, axis=0, unsafe=True)
+    if empty is not None:
+        out[empty] = 0
+    return out
+
+
 def make_scatter(original):
     def scatter(src: Tensor, index: Tensor, dim: int = 0, dim_size=None, reduce: str = "sum") -> Tensor:
         r = _SCATTER_REDUCES.get(reduce) if isinstance(reduce, str) else None
+        if (r in ("max", "min") and isinstance(index, Tensor) and _cpu_float(src) and src.dim() >= 1
+                and not (torch.is_grad_enabled() and src.requires_grad) and dim in (0, -src.dim())
+                and src.size(0) == index.numel() and not _tracing()):
+            graph = _destination_row_graph(index, dim_size, src.numel() // max(src.size(0), 1))
+            if graph is not None:
+                _count("unfused")
+                return _segment_extreme(graph, src, r)
         if (r is None or _tracing() or not _cpu_float(src) or not isinstance(index, Tensor)
                 or index.dim() != 1 or index.dtype != torch.int64 or index.device.type != "cpu"
                 or not isinstance(dim, int) or not -src.dim() <= dim < src.dim()
