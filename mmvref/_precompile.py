@@ -353,7 +353,8 @@ def _pyg(m, i):
     ei = torch.randint(0, n, (2, e), generator=g)
     x = torch.randn(n, F, generator=g, dtype=dt)
     layers = [SAGEConv(F, F, aggr=a) for a in ("sum", "mean", "max", "min")]
-    layers += [GCNConv(F, F), GINConv(torch.nn.Linear(F, F)), GraphConv(F, F), GATConv(F, 2, heads=4)]
+    layers += [GCNConv(F, F), GINConv(torch.nn.Linear(F, F)), GraphConv(F, F), GraphConv(F, F, aggr="max"),
+               GATConv(F, 2, heads=4)]  # (GraphConv max: the weighted max/min kernels)
     w = torch.rand(e, generator=g, dtype=dt, requires_grad=True)
     from torch_geometric.utils import to_torch_csr_tensor
 

@@ -23,7 +23,6 @@ from ._graph import Graph
 __all__ = ["gspmm"]
 
 _NO_W = {torch.float32: np.empty((0, 1), np.float32), torch.float64: np.empty((0, 1), np.float64)}
-_ONE = {torch.float32: np.ones((1, 1), np.float32), torch.float64: np.ones((1, 1), np.float64)}
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
@@ -49,9 +48,12 @@ class _GSpmm(torch.autograd.Function):
                 out.div_(graph.degree(x.dtype))
         else:
             arg = torch.empty((f.n_rows, x2.shape[1]), dtype=torch.int32)
-            w_ext = _ONE[x.dtype] if w is None else w_np
-            kernels.gspmm_extreme(f.tasks(), f.indptr, f.col, f.perm, w_ext, w is not None, heads, _np(x2),
-                                  _np(out), arg.numpy(), reduce == "max")
+            if w is None:
+                kernels.gspmm_extreme(f.tasks(), f.indptr, f.col, f.perm, _np(x2), _np(out), arg.numpy(),
+                                      reduce == "max")
+            else:
+                kernels.gspmm_extreme_weighted(f.tasks(), f.indptr, f.col, f.perm, w_np, heads, _np(x2), _np(out),
+                                               arg.numpy(), reduce == "max")
         ctx.graph, ctx.reduce, ctx.heads = graph, reduce, heads
         ctx.x_shape = x.shape
         ctx.has_w = w is not None
@@ -80,11 +82,14 @@ class _GSpmm(torch.autograd.Function):
                 kernels.sddmm(f.tasks(), f.indptr, f.col, f.perm, heads, _np(g), _np(x2), _np(grad_w))
         elif need_x or (need_w and ctx.has_w):
             grad_x = torch.zeros_like(x2)
-            gw = torch.zeros((E, heads) if need_w and ctx.has_w else (0, 1), dtype=x2.dtype)
-            kernels.gspmm_extreme_backward(_np(arg), graph.src_of_edge, w_np, heads, _np(g), _np(x2),
-                                           _np(grad_x), _np(gw))
-            if need_w and ctx.has_w:
-                grad_w = gw
+            if not ctx.has_w:
+                kernels.gspmm_extreme_backward(_np(arg), graph.src_of_edge, _np(g), _np(grad_x))
+            else:
+                gw = torch.zeros((E, heads) if need_w else (0, 1), dtype=x2.dtype)
+                kernels.gspmm_extreme_backward_weighted(_np(arg), graph.src_of_edge, w_np, heads, _np(g), _np(x2),
+                                                        _np(grad_x), _np(gw))
+                if need_w:
+                    grad_w = gw
             if not need_x:
                 grad_x = None
         if grad_x is not None:

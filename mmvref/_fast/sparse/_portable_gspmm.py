@@ -16,16 +16,19 @@ the thread count. Max/min keep the first extreme (the lowest CSR position) and i
 the backward's routing; a row with no edge gives 0 and edge id -1 (PyG's and torch_scatter's
 convention).
 
-One kernel per job and dtype; the weight layout (none, one per edge, one per edge and head) and
-whether a max/min gradient reaches the weights are runtime branches outside the feature loop, so a
-first call compiles a few small kernels for its dtype, not one per combination.
+One kernel per job and dtype; the weight layout (one per edge, one per edge and head) and whether
+a max/min gradient reaches the weights are runtime branches outside the feature loop, so a first
+call compiles a few small kernels for its dtype, not one per combination. Max/min have a kernel
+without weights and one with (forward and backward): a parallel kernel's compile time grows fast
+with its code under LLVM's -O3, and a first SAGE-max step needs only the unweighted ones.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["csr_by_key", "row_tasks", "gspmm_sum", "gspmm_extreme", "gspmm_extreme_backward", "sddmm"]
+__all__ = ["csr_by_key", "row_tasks", "gspmm_sum", "gspmm_extreme", "gspmm_extreme_weighted",
+           "gspmm_extreme_backward", "gspmm_extreme_backward_weighted", "sddmm"]
 
 
 @njit(cache=True)
@@ -124,12 +127,37 @@ def gspmm_sum(tasks, indptr, col, perm, w, heads, x, out):
 
 
 @njit(parallel=True, cache=True)
-def gspmm_extreme(tasks, indptr, col, perm, w, has_w, heads, x, out, arg, is_max):
-    """Max (``is_max``) or min of the weighted source rows and the edge id that gave it (the first
-    in CSR order among equals; NaN wins and stays, as in torch's amax/amin); rows without entries
-    give 0 and -1. Without weights (``has_w`` False) ``w`` is [[1]]: multiplying by it is exact, and
-    keeps one loop body. The comparison is a select, not a branch, so the feature loop vectorises
-    (with a branch, max took ten times as long as sum)."""
+def gspmm_extreme(tasks, indptr, col, perm, x, out, arg, is_max):
+    """Max (``is_max``) or min of the source rows and the edge id that gave it (the first in CSR
+    order among equals; NaN wins and stays, as in torch's amax/amin); rows without entries give 0
+    and -1. The comparison is a select, not a branch, so the feature loop vectorises (with a
+    branch, max took ten times as long as sum). Weighted rows: ``gspmm_extreme_weighted`` (a
+    kernel of its own, so that a first unweighted step compiles no weighted code)."""
+    F = x.shape[1]
+    for t in prange(tasks.shape[0] - 1):
+        for i in range(tasks[t], tasks[t + 1]):
+            o = out[i]
+            a = arg[i]
+            p0 = indptr[i]
+            p1 = indptr[i + 1]
+            if p0 == p1:
+                for f in range(F):
+                    o[f] = 0
+                    a[f] = -1
+                continue
+            e = perm[p0]
+            xr = x[col[p0]]
+            for f in range(F):
+                o[f] = xr[f]
+                a[f] = e
+            for p in range(p0 + 1, p1):
+                _extreme_step(o, a, x[col[p]], perm[p], is_max)
+
+
+@njit(parallel=True, cache=True)
+def gspmm_extreme_weighted(tasks, indptr, col, perm, w, heads, x, out, arg, is_max):
+    """``gspmm_extreme`` of the weighted source rows: w[e, f // C] * x[src_e, f] (``w`` (E, heads),
+    heads | F)."""
     F = x.shape[1]
     C = F // heads
     for t in prange(tasks.shape[0] - 1):
@@ -146,25 +174,39 @@ def gspmm_extreme(tasks, indptr, col, perm, w, has_w, heads, x, out, arg, is_max
             e = perm[p0]
             xr = x[col[p0]]
             for h in range(heads):
-                wv = w[e, h] if has_w else w[0, 0]
+                wv = w[e, h]
                 for c in range(h * C, h * C + C):
                     o[c] = wv * xr[c]
                     a[c] = e
             for p in range(p0 + 1, p1):
                 e = perm[p]
                 xr = x[col[p]]
-                if heads == 1:
-                    _extreme_step(o, a, xr, w[e, 0] if has_w else w[0, 0], e, is_max)
-                else:
-                    for h in range(heads):
-                        wv = w[e, h] if has_w else w[0, 0]
-                        _extreme_step(o[h * C:h * C + C], a[h * C:h * C + C], xr[h * C:h * C + C], wv, e, is_max)
+                for h in range(heads):
+                    _extreme_step_weighted(o[h * C:h * C + C], a[h * C:h * C + C], xr[h * C:h * C + C], w[e, h], e,
+                                           is_max)
 
 
 @njit(cache=True)
-def _extreme_step(o, a, xr, wv, e, is_max):
+def _extreme_step(o, a, xr, e, is_max):
     """One entry into a row's running max/min ``o`` and edge ids ``a`` (whole views: a loop over
     0..len with no offset, which LLVM vectorises)."""
+    if is_max:
+        for f in range(o.shape[0]):
+            v = xr[f]
+            take = (v > o[f]) | (v != v)
+            o[f] = v if take else o[f]
+            a[f] = e if take else a[f]
+    else:
+        for f in range(o.shape[0]):
+            v = xr[f]
+            take = (v < o[f]) | (v != v)
+            o[f] = v if take else o[f]
+            a[f] = e if take else a[f]
+
+
+@njit(cache=True)
+def _extreme_step_weighted(o, a, xr, wv, e, is_max):
+    """``_extreme_step`` of the entry's row times its weight ``wv``."""
     if is_max:
         for f in range(o.shape[0]):
             v = wv * xr[f]
@@ -179,18 +221,39 @@ def _extreme_step(o, a, xr, wv, e, is_max):
             a[f] = e if take else a[f]
 
 
+#: columns per task of the max/min backward (several outputs may route to one source row, so the
+#: threads split the features, not the rows)
+_BACKWARD_COLUMNS = 16
+
+
 @njit(parallel=True, cache=True)
-def gspmm_extreme_backward(arg, src, w, heads, g, x, grad_x, grad_w):
-    """The max/min backward: each output entry's gradient to the source row (times the weight) and,
-    when ``grad_w`` has rows, to the weight of the edge that gave it. Several outputs may route to
-    one source row, so the threads split the features, not the rows: blocks of 16 columns, each
-    thread's writes to its own columns (a weight's gradient sums its head's columns, so then a
-    thread owns whole heads). ``grad_x`` and ``grad_w`` must be zeroed by the caller."""
+def gspmm_extreme_backward(arg, src, g, grad_x):
+    """The max/min backward of unweighted rows: each output entry's gradient to the source row of
+    the edge that gave it. Blocks of ``_BACKWARD_COLUMNS`` columns, each thread's writes to its own
+    columns. ``grad_x`` must be zeroed by the caller. (A kernel of its own: the weighted one's
+    code compiled 0.99 s in a first SAGE-max step, this one about half.)"""
+    n, F = g.shape
+    step = _BACKWARD_COLUMNS
+    for b in prange((F + step - 1) // step):
+        lo = b * step
+        hi = min(F, lo + step)
+        for i in range(n):
+            for f in range(lo, hi):
+                e = arg[i, f]
+                if e >= 0:
+                    grad_x[src[e], f] += g[i, f]
+
+
+@njit(parallel=True, cache=True)
+def gspmm_extreme_backward_weighted(arg, src, w, heads, g, x, grad_x, grad_w):
+    """The max/min backward of weighted rows: each output entry's gradient to the source row times
+    the weight and, when ``grad_w`` has rows, to the weight of the edge that gave it. Blocks of
+    columns as ``gspmm_extreme_backward``; a weight's gradient sums its head's columns, so then a
+    thread owns whole heads. ``grad_x`` and ``grad_w`` must be zeroed by the caller."""
     n, F = g.shape
     C = F // heads if heads else F
-    has_w = w.shape[0] > 0
     need_w = grad_w.shape[0] > 0
-    step = C if need_w else 16  # a weight's gradient: one thread per head (one head: one thread)
+    step = C if need_w else _BACKWARD_COLUMNS  # a weight's gradient: one thread per head
     blocks = (F + step - 1) // step
     for b in prange(blocks):
         lo = b * step
@@ -202,13 +265,10 @@ def gspmm_extreme_backward(arg, src, w, heads, g, x, grad_x, grad_w):
                     continue
                 j = src[e]
                 gv = g[i, f]
-                if has_w:
-                    h = f // C
-                    grad_x[j, f] += w[e, h] * gv
-                    if need_w:
-                        grad_w[e, h] += gv * x[j, f]
-                else:
-                    grad_x[j, f] += gv
+                h = f // C
+                grad_x[j, f] += w[e, h] * gv
+                if need_w:
+                    grad_w[e, h] += gv * x[j, f]
 
 
 @njit(parallel=True, cache=True)
