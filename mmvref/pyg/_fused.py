@@ -33,6 +33,18 @@ def _w2(w, E: int, heads: int, dtype) -> np.ndarray:
     return _NO_W[dtype] if w is None else _np(w).reshape(E, heads)
 
 
+def _sum(csr, w, w2, heads, x, out) -> None:
+    """out = the weighted sum over ``csr``'s rows, by the kernel of the weights' layout: none, one
+    per edge (``w`` 1-D: GCN, GraphConv, an adjacency's values) or one per edge and head (``w``
+    2-D: GAT's alpha, one head included)."""
+    if w is None:
+        kernels.gspmm_sum_plain(csr.tasks(), csr.indptr, csr.col, x, out)
+    elif w.dim() == 1:
+        kernels.gspmm_sum_edge_weights(csr.tasks(), csr.indptr, csr.col, csr.perm, w2, x, out)
+    else:
+        kernels.gspmm_sum_head_weights(csr.tasks(), csr.indptr, csr.col, csr.perm, w2, heads, x, out)
+
+
 class _GSpmm(torch.autograd.Function):
     @staticmethod
     def forward(ctx, graph: Graph, x: torch.Tensor, w, reduce: str, heads: int):
@@ -43,7 +55,7 @@ class _GSpmm(torch.autograd.Function):
         w_np = _w2(wc, f.col.shape[0], heads, x.dtype)
         arg = None
         if reduce in ("sum", "mean"):
-            kernels.gspmm_sum(f.tasks(), f.indptr, f.col, f.perm, w_np, heads, _np(x2), _np(out))
+            _sum(f, wc, w_np, heads, _np(x2), _np(out))
             if reduce == "mean":
                 out.div_(graph.degree(x.dtype))
         else:
@@ -76,7 +88,7 @@ class _GSpmm(torch.autograd.Function):
             if need_x:
                 b = graph.backward
                 grad_x = torch.empty_like(x2)
-                kernels.gspmm_sum(b.tasks(), b.indptr, b.col, b.perm, w_np, heads, _np(g), _np(grad_x))
+                _sum(b, wc, w_np, heads, _np(g), _np(grad_x))
             if need_w and ctx.has_w:
                 grad_w = torch.empty((E, heads), dtype=x2.dtype)
                 kernels.sddmm(f.tasks(), f.indptr, f.col, f.perm, heads, _np(g), _np(x2), _np(grad_w))

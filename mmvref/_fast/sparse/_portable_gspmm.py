@@ -27,7 +27,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["csr_by_key", "row_tasks", "gspmm_sum", "gspmm_extreme", "gspmm_extreme_weighted",
+__all__ = ["csr_by_key", "row_tasks", "gspmm_sum_plain", "gspmm_sum_edge_weights",
+           "gspmm_sum_head_weights", "gspmm_extreme", "gspmm_extreme_weighted",
            "gspmm_extreme_backward", "gspmm_extreme_backward_weighted", "sddmm"]
 
 
@@ -97,33 +98,55 @@ def _dot(a, b):
 
 
 @njit(parallel=True, cache=True)
-def gspmm_sum(tasks, indptr, col, perm, w, heads, x, out):
-    """Sum of the weighted source rows (a mean divides it afterwards, as PyG does). ``w`` is
-    (E, heads) with heads | F, or (0, 1) for no weight; ``out`` (n_rows, F), overwritten."""
+def gspmm_sum_plain(tasks, indptr, col, x, out):
+    """Sum of the source rows (a mean divides it afterwards, as PyG does): out[i] = sum of x[src]
+    over row i's entries, in CSR order; ``out`` (n_rows, F), overwritten. The weighted sums are
+    kernels of their own (``gspmm_sum_edge_weights``, ``gspmm_sum_head_weights``): a first step
+    compiles only its own, and a parallel kernel's -O3 compile time grows fast with its code."""
     F = x.shape[1]
-    C = F // heads
-    has_w = w.shape[0] > 0
     for t in prange(tasks.shape[0] - 1):
         for i in range(tasks[t], tasks[t + 1]):
             o = out[i]
             for f in range(F):
                 o[f] = 0
-            p0 = indptr[i]
-            p1 = indptr[i + 1]
-            for p in range(p0, p1):
+            for p in range(indptr[i], indptr[i + 1]):
                 xr = x[col[p]]
-                if not has_w:
-                    for f in range(F):
-                        o[f] += xr[f]
-                elif heads == 1:
-                    _axpy(o, w[perm[p], 0], xr)
-                else:
-                    e = perm[p]
-                    for h in range(heads):
-                        wv = w[e, h]
-                        b = h * C
-                        for c in range(C):
-                            o[b + c] += wv * xr[b + c]
+                for f in range(F):
+                    o[f] += xr[f]
+
+
+@njit(parallel=True, cache=True)
+def gspmm_sum_edge_weights(tasks, indptr, col, perm, w, x, out):
+    """``gspmm_sum_plain`` with one weight per edge (``w`` (E, 1)): out[i] = sum of w_e * x[src_e]."""
+    F = x.shape[1]
+    for t in prange(tasks.shape[0] - 1):
+        for i in range(tasks[t], tasks[t + 1]):
+            o = out[i]
+            for f in range(F):
+                o[f] = 0
+            for p in range(indptr[i], indptr[i + 1]):
+                _axpy(o, w[perm[p], 0], x[col[p]])
+
+
+@njit(parallel=True, cache=True)
+def gspmm_sum_head_weights(tasks, indptr, col, perm, w, heads, x, out):
+    """``gspmm_sum_plain`` with one weight per edge and head (``w`` (E, heads), heads | F: GAT's
+    alpha): out[i, f] = sum of w[e, f // C] * x[src_e, f]."""
+    F = x.shape[1]
+    C = F // heads
+    for t in prange(tasks.shape[0] - 1):
+        for i in range(tasks[t], tasks[t + 1]):
+            o = out[i]
+            for f in range(F):
+                o[f] = 0
+            for p in range(indptr[i], indptr[i + 1]):
+                xr = x[col[p]]
+                e = perm[p]
+                for h in range(heads):
+                    wv = w[e, h]
+                    b = h * C
+                    for c in range(C):
+                        o[b + c] += wv * xr[b + c]
 
 
 @njit(parallel=True, cache=True)
