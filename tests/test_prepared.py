@@ -585,6 +585,44 @@ def test_prepared_products_replay_the_plan_and_equal_spmv():
             run_modes = []
             for xi in (x, x, np.repeat(x, 2)[::2], x):
                 np.testing.assert_array_equal(P @ xi, want)
-                run_modes.append(P._spmv[2][sparse_ops._LEVEL].batch_mode)
+                run_modes.append(P._spmv[2][(sparse_ops._LEVEL, want.dtype)][1].batch_mode)
         assert run_modes == [2, 2, 2, 2]
-        assert (P._spmv[2][sparse_ops._LEVEL].batches > 0).any()
+        assert (P._spmv[2][(sparse_ops._LEVEL, want.dtype)][1].batches > 0).any()
+
+
+@pytest.mark.parametrize("per_thread", [1, 3])
+@pytest.mark.parametrize("values, x_dtype", [(np.float32, np.float64), (np.int32, np.float32), (np.int8, np.float64),
+                                             (np.float16, np.float16), (np.float16, np.float32)])
+def test_values_of_another_dtype_are_converted_once_and_give_spmvs_bits(per_thread, values, x_dtype):
+    """A product whose float result dtype is not the values' (float32 values and a float64 x,
+    integer values and a float x, float16): spmv's bits (it converts the values on every call),
+    the values converted once and kept per result dtype, new values after update_values; a
+    stencil matrix too (its kernel)."""
+    rng = np.random.default_rng(7)
+    n = 3000
+    band = sp.diags([rng.integers(-4, 5, n - 1), rng.integers(-4, 5, n), rng.integers(-4, 5, n - 1)], [-1, 0, 1],
+                    format="csr", dtype=np.float64)
+    rand = sp.random(n, n, 0.002, format="csr", random_state=3)
+    rand.data = rng.integers(-4, 5, rand.nnz).astype(np.float64)
+    x = rng.integers(-3, 4, n).astype(x_dtype)
+    with chunks(per_thread):
+        for M, stencil_min in ((rand, None), (band, 1)):
+            # (parts, not a scipy matrix: scipy.sparse takes no float16)
+            A = (M.indptr, M.indices, M.data.astype(values), M.shape)
+            old = sparse_ops.STENCIL_MIN_NNZ
+            if stencil_min is not None:  # take the banded matrix as a stencil matrix
+                sparse_ops.STENCIL_MIN_NNZ = stencil_min
+            try:
+                P = mmvref.prepare(A)
+                want = mmvref.spmv(A, x)
+                got = P @ x
+                assert got.dtype == want.dtype and np.array_equal(got, want)
+                kept = P._spmv[2][(sparse_ops._LEVEL, got.dtype)]
+                assert kept[0] is P.data and (kept[1].data.dtype == got.dtype)
+                assert np.array_equal(P @ x, want) and P._spmv[2][(sparse_ops._LEVEL, got.dtype)] is kept  # reused
+                assert (P._stencil is not None) == (stencil_min is not None)
+                new = (M.data * 2).astype(values)
+                P.update_values(new)
+                assert np.array_equal(P @ x, mmvref.spmv((M.indptr, M.indices, new, M.shape), x))
+            finally:
+                sparse_ops.STENCIL_MIN_NNZ = old

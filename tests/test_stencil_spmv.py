@@ -26,6 +26,7 @@ from test_prepared import _within_bound
 
 import mmvref
 import mmvref._fast.sparse.ops as sparse_ops
+import mmvref._fast.sparse.prepared as prepared_module
 from mmvref._fast import _target
 
 
@@ -357,6 +358,10 @@ def test_no_stencil_below_the_share_and_for_integer_values():
         assert sparse_ops.stencil_of(A.indptr, A.indices, m, m, A.nnz) is None
         B = sp.csr_array(sp.diags_array([1, 2, 3], offsets=[-1, 0, 1], shape=(m, m), dtype=np.int64))
         P = mmvref.prepare(B)
-        assert P._stencil is None  # integer products keep the integer kernel (exact, overflow checked)
         xi = rng.integers(-5, 5, m)
         np.testing.assert_array_equal(P @ xi, B @ xi)
+        # integer products keep the integer kernel (exact, overflow checked) and never look
+        assert P._stencil is prepared_module._UNKNOWN
+        xf = rng.standard_normal(m)  # a float result: the stencil kernel, as spmv takes it
+        np.testing.assert_array_equal(P @ xf, mmvref.spmv(B, xf))
+        assert isinstance(P._stencil, sparse_ops.Stencil)

@@ -50,7 +50,9 @@ class PreparedMatrix:
     Results follow ``spmv`` / ``spmm``: numpy in, numpy out; a torch CPU tensor in, a tensor out;
     the result dtype is the project rule on ``np.result_type(data, x)``; floats within the
     per-row bound of ``spmv``, integers exact. ``out=`` (float results): a C-contiguous array of
-    the result's shape and dtype, written in place and returned.
+    the result's shape and dtype, written in place and returned. A float result of another dtype
+    than the values (float32 values and a float64 x, integer values and a float x) uses the values
+    converted once and kept (nnz elements), where ``spmv`` converts them on every call.
     """
 
     def __init__(self, indptr, indices, data, shape, overflow="raise", stencil=_UNKNOWN):
@@ -62,7 +64,7 @@ class PreparedMatrix:
         self._x_shape = (self.shape[1],)
         self.overflow = overflow
         self._lock = threading.Lock()
-        self._spmv = None  # (threads (0: any), (R, E), {ops._LEVEL: FloatSpmv of the current values}, one chunk for any T)
+        self._spmv = None  # (threads (0: any), (R, E), {(ops._LEVEL, result dtype): (values, FloatSpmv)}, one chunk for any T)
         self._bound = None  # the bound FloatSpmv of the current plan, values and path (``matvec``'s fast path)
         self._spmm = {}  # (threads, k) -> tasks
         self._spmm_bound = {}  # k -> ops.BoundSpmm of the current values (``matmat``'s fast path)
@@ -106,20 +108,26 @@ class PreparedMatrix:
             plan = self._spmv = (T, ops.spmv_plan(self.indptr, m, nnz), {}, False)
         return plan
 
-    def _float_spmv(self, plan):
-        """The ``ops.FloatSpmv`` of this matrix for ``plan`` on the chosen path (kept in the plan, per
-        values array: ``update_values`` makes a new one)."""
-        key = ops._LEVEL  # the path follows ops._LEVEL (None: the target's best), fixed otherwise
-        run = plan[2].get(key)
-        if run is None or run.data is not self.data:
-            if self._stencil is _UNKNOWN:
-                self._stencil = ops.stencil_of(self.indptr, self.indices, self.shape[0], self.shape[1], self.nnz)
-            if self._stencil is not None:  # (as spmv decides: the same kernel, the same bits)
-                run = ops.StencilSpmv(self.indptr, self.indices, self.data, self._stencil)
-            else:
-                R, E = plan[1]
-                run = ops.FloatSpmv(self.indptr, self.indices, self.data, R, E, plan_batches=True)
-            plan[2][key] = run
+    def _float_spmv(self, plan, rdt):
+        """The ``ops.FloatSpmv`` of this matrix for ``plan`` on the chosen path with values in the
+        float result dtype ``rdt`` (kept in the plan per values array, so ``update_values`` makes a
+        new one). Values of another dtype (float32 with a float64 x, integers with a float x) are
+        converted once here and kept (nnz elements of ``rdt``), as ``spmv`` converts them on every
+        call: the same values, the same kernel, the same bits."""
+        key = (ops._LEVEL, rdt)  # the path follows ops._LEVEL (None: the target's best), fixed otherwise
+        kept = plan[2].get(key)
+        if kept is not None and kept[0] is self.data:
+            return kept[1]
+        source = self.data
+        data = source if source.dtype == rdt else source.astype(rdt)
+        if self._stencil is _UNKNOWN:
+            self._stencil = ops.stencil_of(self.indptr, self.indices, self.shape[0], self.shape[1], self.nnz)
+        if self._stencil is not None:  # (as spmv decides: the same kernel, the same bits)
+            run = ops.StencilSpmv(self.indptr, self.indices, data, self._stencil)
+        else:
+            R, E = plan[1]
+            run = ops.FloatSpmv(self.indptr, self.indices, data, R, E, plan_batches=True)
+        plan[2][key] = (source, run)
         return run
 
     def _spmm_tasks(self, k):
@@ -176,14 +184,14 @@ class PreparedMatrix:
             if np.may_share_memory(buf, x):
                 buf = None  # out overlaps x, which the kernels still read: a new result, then copied
         plan = self._spmv_plan()
-        if rdt == self.data.dtype and rdt.kind == "f" and m and self._nnz:
+        if rdt.kind == "f" and m and self._nnz:
             # the float SpMV bound to this matrix and chunking (``ops.FloatSpmv``, as spmv runs it);
             # the structure was checked by prepare, so the kernel's flags are not read again
             y = np.empty(m, rdt) if buf is None else buf
-            run = self._float_spmv(plan)
+            run = self._float_spmv(plan, rdt)
             run(np.ascontiguousarray(x, dtype=rdt), y, bind=True)
-            if run.entry is not None and ops._LEVEL is None:
-                self._bound = run
+            if run.entry is not None and ops._LEVEL is None and rdt == self.data.dtype:
+                self._bound = run  # (matvec's fast path: x of the values' own dtype)
         else:
             y = ops.spmv_arrays(self.indptr, self.indices, self.data, x, m, n, self.overflow, plan[1], buf)
         if out is not None:
@@ -400,16 +408,17 @@ def prepare(A, *, overflow="raise"):
     if data.ndim != 1:
         raise ValueError(f"data must be 1-D, got shape {data.shape}")
     indptr, indices = index_arrays(indptr, indices, data, m, n)
-    stencil = _UNKNOWN if data.dtype.kind == "f" else None
+    stencil = _UNKNOWN
     if m and data.shape[0]:  # checked before any narrowing: a column index of 2**40 must not wrap into range
         if n == 0:
             raise_invalid(indptr, indices, data, n)
-        if data.dtype.kind == "f" and data.shape[0] >= ops.STENCIL_MIN_NNZ:
+        if data.shape[0] < ops.STENCIL_MIN_NNZ:
+            stencil = None  # (too small to be taken for one: ``stencil_of``)
+        elif data.dtype.kind == "f":
             # a stencil matrix's pass (``ops.stencil_of``) checks the structure too: then the only pass
             stencil = _stencil_in_parallel(indptr, indices, m, n, data.shape[0])
-        else:
-            stencil = None  # (too small to be taken for one: ``stencil_of``)
-        if stencil is not None:
+        # (integer values: looked at on a first product with a float result, as ``spmv`` does)
+        if stencil is not None and stencil is not _UNKNOWN:
             pass
         elif data.shape[0] + m < ops.SERIAL_COST:  # a small serial kernel (not the parallel one: cold start)
             if not ops._valid_small(indptr, indices, n):
