@@ -626,3 +626,83 @@ def test_values_of_another_dtype_are_converted_once_and_give_spmvs_bits(per_thre
                 assert np.array_equal(P @ x, mmvref.spmv((M.indptr, M.indices, new, M.shape), x))
             finally:
                 sparse_ops.STENCIL_MIN_NNZ = old
+
+
+def _wide_columns_matrix(rng, n=1 << 16):
+    """(indptr, indices, n) of 2**17 entries over n columns: short rows of random columns, empty
+    rows, long rows of consecutive columns that end at the last column (the contiguous loads at
+    x's end) and long random rows; columns past 2**15 throughout (the uint16 lanes are unsigned)."""
+    lens, cols = [], []
+    while sum(lens) < sparse_ops.COMPACT_MIN_NNZ:
+        kind = rng.integers(0, 4)
+        if kind == 0:
+            k = int(rng.integers(0, 6))
+            c = rng.integers(0, n, k)
+        elif kind == 1:
+            k, c = 0, np.zeros(0, np.int64)
+        elif kind == 2:
+            k = int(rng.integers(60, 300))
+            c = np.arange(n - k, n)
+        else:
+            k = int(rng.integers(60, 300))
+            c = rng.integers(n // 2, n, k)
+        lens.append(k)
+        cols.append(c)
+    indptr = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=indptr[1:])
+    return indptr, np.concatenate(cols).astype(np.int32), n
+
+
+@pytest.mark.parametrize("per_thread", [1, 3])
+@pytest.mark.parametrize("values, x_dtype", [(np.float32, np.float32), (np.float64, np.float64),
+                                             (np.float32, np.float64), (np.float16, np.float32)])
+def test_compact_columns_are_read_by_the_spmv_and_give_spmvs_bits(per_thread, values, x_dtype):
+    """A float matrix of at most 2**16 columns and COMPACT_MIN_NNZ entries keeps a uint16 copy of
+    its columns, written by prepare's structure check; its SpMV reads that copy (columns up to
+    65535: widened as unsigned) and gives spmv's bits (which reads the int32 indices), within the
+    per-row bound of the plain-loop oracle; pickling carries the copy, update_values keeps it."""
+    rng = np.random.default_rng(11)
+    indptr, indices, n = _wide_columns_matrix(rng)
+    m = indptr.size - 1
+    data = rng.standard_normal(indices.size).astype(values)
+    x = rng.standard_normal(n).astype(x_dtype)
+    A = (indptr, indices, data, (m, n))
+    with chunks(per_thread):
+        P = mmvref.prepare(A)
+        assert P._columns.dtype == np.uint16 and np.array_equal(P._columns, indices)
+        assert P.indices.dtype == np.int32 and "uint16" in repr(P)
+        want = mmvref.spmv(A, x)
+        for _ in range(2):  # the first product (binds), then the bound one
+            assert np.array_equal(P @ x, want)
+        assert P._spmv[2][(sparse_ops._LEVEL, want.dtype)][1].indices is P._columns  # what the kernel read
+        if want.dtype != np.float16:
+            assert _within_bound(want, indptr, indices, data.astype(want.dtype), x.astype(want.dtype))
+        Q = pickle.loads(pickle.dumps(P))
+        assert np.array_equal(Q._columns, indices) and np.array_equal(Q @ x, want)
+        new = (data * 3).astype(values)
+        P.update_values(new)
+        assert P._columns is not None and np.array_equal(P @ x, mmvref.spmv((indptr, indices, new, (m, n)), x))
+
+
+def test_compact_columns_only_where_they_fit_and_pay():
+    """No copy over more than 2**16 columns, for fewer entries than COMPACT_MIN_NNZ, for integer
+    values, or for a stencil matrix (its own kernel); a column index of n (65536 in a matrix of
+    65536 columns, 0 as a uint16) or a negative one is refused, not wrapped into range."""
+    rng = np.random.default_rng(12)
+    indptr, indices, n = _wide_columns_matrix(rng)
+    m = indptr.size - 1
+    data = rng.standard_normal(indices.size)
+    assert mmvref.prepare((indptr, indices, data, (m, n)))._columns is not None
+    assert mmvref.prepare((indptr, indices, data, (m, n + 1)))._columns is None  # 65537 columns
+    short = int(indptr[m // 2])
+    half = (indptr[:m // 2 + 1], indices[:short], data[:short], (m // 2, n))
+    assert short < sparse_ops.COMPACT_MIN_NNZ and mmvref.prepare(half)._columns is None
+    assert mmvref.prepare((indptr, indices, data.astype(np.int32), (m, n)))._columns is None
+    band = sp.diags([np.ones(n - 1), np.ones(n), np.ones(n - 1)], [-1, 0, 1], format="csr")
+    Pb = mmvref.prepare(band)
+    assert Pb._stencil is not None and Pb._columns is None
+    for bad in (n, -1):
+        wrong = indices.copy()
+        wrong[-1] = bad
+        with pytest.raises(ValueError, match="indices"):
+            mmvref.prepare((indptr, wrong, data, (m, n)))

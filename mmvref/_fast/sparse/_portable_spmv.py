@@ -315,18 +315,23 @@ def _stream(context, builder, sig, args, mode):
     vi, vd, va = S.vec(it), S.vec(dt), S.vec(at)
     ib, db, ab = _elem_bytes(it), _elem_bytes(dt), _elem_bytes(at)
     data_signed = not (isinstance(data_t.dtype, types.Integer) and not data_t.dtype.signed)
+    # indices narrower than 32 bits (a prepared matrix's uint16 columns, ``COMPACT_COLUMNS``) are
+    # unsigned: zero-extended to i32 lanes before they address x (GEP indices are signed)
+    narrow = it.width < 32
+    wt = _I32 if narrow else it
+    vw = S.vec(wt)
 
     # nc: last valid column; clamp value in the index type (GEP indices are signed: keep < 2**(w-1))
     nc = builder.sub(x_a.nitems, _I64(1))
     ncl = nc
-    if it.width < 64:
-        cap = _I64((1 << (it.width - 1)) - 1)
+    if wt.width < 64:
+        cap = _I64((1 << (wt.width - 1)) - 1)
         ncl = builder.select(builder.icmp_signed("<", nc, cap), nc, cap)
-        ncl = builder.trunc(ncl, it)
+        ncl = builder.trunc(ncl, wt)
     nclv = S.splat(ncl)
     lim = builder.sub(nc, _I64(W - 1))       # contiguous load allowed for i0 <= lim
     lim_ok = builder.icmp_signed(">=", lim, _I64(0))
-    iota_i = S.iota(it)
+    iota_i = S.iota(wt)
 
     n = builder.sub(hi, lo)
     k_ptr = cgutils.alloca_once(builder, _I64)
@@ -347,7 +352,9 @@ def _stream(context, builder, sig, args, mode):
         else:
             iv = S.masked_load(ind_a.data, off, vi, ib, mask)
         builder.store(S.call(f"llvm.umax.{_tname(vi)}", vi, [builder.load(umax_ptr), iv]), umax_ptr)
-        ivc = S.call(f"llvm.umin.{_tname(vi)}", vi, [iv, nclv])
+        if narrow:
+            iv = builder.zext(iv, vw)
+        ivc = S.call(f"llvm.umin.{_tname(vw)}", vw, [iv, nclv])
         if mask is None and mode != "dot":
             xv = gather(x_a.data, ivc, at, ab, S.ones())
             dv = S.load(data_a.data, off, vd, db)
@@ -355,7 +362,7 @@ def _stream(context, builder, sig, args, mode):
             i0 = builder.extract_element(iv, _I32(0))
             seq = builder.icmp_unsigned("==", iv, builder.add(S.splat(i0), iota_i))
             allseq = S.call(f"llvm.vector.reduce.and.v{W}i1", _I1, [seq])
-            i0w = builder.zext(i0, _I64) if it.width < 64 else i0
+            i0w = builder.zext(i0, _I64) if wt.width < 64 else i0
             inrange = builder.and_(lim_ok, builder.icmp_unsigned("<=", i0w, lim))
             contig = builder.and_(allseq, inrange)
             with builder.if_else(contig, likely=None) as (then, otherwise):

@@ -231,6 +231,26 @@ def _float(indptr, indices, data, x, rdt, R, E, umax, bad, m, n, out=None):
     return y
 
 
+#: a prepared matrix of at most this many columns whose float SpMV reads a uint16 copy of its column
+#: indices (``compact_columns_pay``): 2 bytes an entry instead of 4 to stream, in the same pass over
+#: the same values (``_portable_spmv._stream`` widens them to 32-bit lanes), so the same bits as
+#: ``spmv``. Prepared matvec, 2 threads, 2-vCPU AVX-512 Zen 5 VM, attention matrices of 65,536 columns
+#: (ms, int32 -> uint16): b-16 r-8 float32 2.12-2.19 -> 1.62, float64 3.48 -> 3.14; b-64 r-8 float32
+#: 9.82 -> 7.51, float64 15.0-15.3 -> 13.9; b-64 r-2 float32 5.63 -> 4.36; b-2 / b-4 (1.2-3.9M
+#: entries) 1.02-1.05x. The copy is made in the pass of ``prepare`` that checks the structure
+COMPACT_MAX_COLS = 1 << 16
+#: ... and at least this many entries (a smaller matrix's indices stay in cache: its products gain
+#: nothing and a first one would compile the uint16 kernel)
+COMPACT_MIN_NNZ = 1 << 17
+
+
+def compact_columns_pay(n, nnz, dtype):
+    """Whether a prepared matrix of n columns and nnz entries with values of ``dtype`` keeps a uint16
+    copy of its column indices for its float SpMV (``COMPACT_MAX_COLS``, ``COMPACT_MIN_NNZ``; float
+    values: an integer matrix's products keep its indices)."""
+    return n <= COMPACT_MAX_COLS and nnz >= COMPACT_MIN_NNZ and np.dtype(dtype).kind == "f"
+
+
 class FloatSpmv:
     """The float SpMV of one matrix (``data`` in the result dtype) over one chunking (R, E): the
     kernel made for its chunks' row kinds on the chosen path, with its arguments bound. ``spmv``
@@ -244,10 +264,13 @@ class FloatSpmv:
     __slots__ = ("indptr", "indices", "data", "R", "E", "C", "rdt", "kernel", "path", "long_row", "entry",
                  "_scratch", "batches", "batch_mode")
 
-    def __init__(self, indptr, indices, data, R, E, plan_batches=False):
+    def __init__(self, indptr, indices, data, R, E, plan_batches=False, columns=None):
         """``plan_batches`` (a matrix whose structure was checked: ``PreparedMatrix``): the first call
-        records the short-row batches' plan (``float_rows``'s ``batches``) and later calls replay it."""
-        self.indptr, self.indices, self.data, self.R, self.E = indptr, indices, data, R, E
+        records the short-row batches' plan (``float_rows``'s ``batches``) and later calls replay it.
+        ``columns``: the column indices as the kernel reads them, where they differ from ``indices``
+        (a prepared matrix's compact uint16 copy, ``COMPACT_MAX_COLS``; the same values, so the same
+        decisions and bits); the row kinds and runs are read off ``indices``."""
+        self.indptr, self.data, self.R, self.E = indptr, data, R, E
         self.C = R.size - 1
         self.rdt = data.dtype
         self.path = P = _path()
@@ -257,6 +280,7 @@ class FloatSpmv:
             # rows of LONG_ROW.. entries whose columns come in runs shorter than a vector: batches
             self.long_row = P.LONG_ROW_SHORT_RUNS
             long_rows, short_rows = _row_kinds(indptr, R, self.long_row)
+        self.indices = indices if columns is None else columns  # (what the kernel reads)
         self.kernel = K.float_kernel(self.C > 1, long_rows, short_rows)
         self.entry = None
         self._scratch = {}  # thread id -> that thread's scratch (a dict: threading.local() costs a first product 0.5 us)
@@ -759,15 +783,20 @@ def _spmm_int_result(out, indptr, indices, data, D, rdt, overflow):
 
 # ----------------------------------------------------------------------------- SpGEMM: structure
 
-def _validate(indptr, indices, data, ncols, name):
+def _validate(indptr, indices, data, ncols, name, narrow=None):
+    """Offsets in order and column indices in [0, ncols) (ValueError naming ``name``), in parallel;
+    ``narrow`` (nnz uint16, ``compact_columns_pay``): also receives the column indices."""
     m = len(indptr) - 1
     if m == 0:
         return
     chunks = _row_chunks(m)
     bad = np.zeros(chunks.size - 1, np.bool_)
-    KG.check_structure(indptr, indices, ncols, chunks, bad)
+    KG.check_structure(indptr, indices, ncols, chunks, bad, _NO_NARROW if narrow is None else narrow)
     if bad.any():
         raise_invalid(indptr, indices, data, ncols, name)
+
+
+_NO_NARROW = np.zeros(0, np.uint16)
 
 
 def _row_chunks(m):

@@ -3,7 +3,8 @@ sparse family's second boundary (``ops`` is the first: one-shot products): ``pre
 normalises the matrix once, the methods their vectors.
 
 What ``spmv`` and ``spmm`` decide from the structure alone is decided here once and kept: the index
-dtype (int32 where the matrix fits), the structure check (offsets in order, column indices in range),
+dtype (int32 where the matrix fits; a uint16 copy for the float SpMV of a large matrix of at most
+2**16 columns, made in the structure check's pass), the structure check (offsets in order, column indices in range),
 the chunks of the SpMV for the thread count (``ops.spmv_plan``: a merge-path split of rows and
 entries into chunks of about equal cost; rows cut by a chunk border are combined from the chunks'
 parts), the float SpMV bound to them (``ops.FloatSpmv``, whose first product records the plan of its
@@ -44,7 +45,9 @@ class PreparedMatrix:
     ``scipy.sparse.linalg`` (cg, gmres, minres, eigsh, lsqr, ...). Made by ``mmvref.prepare(A)``.
 
     Attributes: ``shape`` (m, n), ``dtype`` (of the stored values), ``nnz``, and the CSR arrays
-    ``indptr``, ``indices``, ``data`` as kept (int32 indices where they fit). ``overflow``: the
+    ``indptr``, ``indices``, ``data`` as kept (int32 indices where they fit; a float matrix of at
+    most 2**16 columns and 2**17 entries also keeps a uint16 copy of ``indices`` that its SpMV
+    reads, ``ops.COMPACT_MAX_COLS``: 2 bytes an entry less to stream, the same bits). ``overflow``: the
     integer overflow rule of every product ("raise" or "wrap", as ``spmv``).
 
     Results follow ``spmv`` / ``spmm``: numpy in, numpy out; a torch CPU tensor in, a tensor out;
@@ -55,10 +58,13 @@ class PreparedMatrix:
     converted once and kept (nnz elements), where ``spmv`` converts them on every call.
     """
 
-    def __init__(self, indptr, indices, data, shape, overflow="raise", stencil=_UNKNOWN):
+    def __init__(self, indptr, indices, data, shape, overflow="raise", stencil=_UNKNOWN, columns=None):
         """From parts already checked by ``mmvref.prepare`` (use that); ``stencil``: its
-        ``ops.stencil_of``, where prepare found it (else found on the first float product)."""
+        ``ops.stencil_of``, where prepare found it (else found on the first float product);
+        ``columns``: the uint16 copy of ``indices`` its float SpMV reads (``ops.COMPACT_MAX_COLS``),
+        or None."""
         self.indptr, self.indices, self.data = indptr, indices, data
+        self._columns = columns
         self.shape = (int(shape[0]), int(shape[1]))
         self._nnz = int(data.shape[0])  # (update_values keeps it)
         self._x_shape = (self.shape[1],)
@@ -86,11 +92,12 @@ class PreparedMatrix:
         return 2
 
     def __repr__(self):
+        compact = "" if self._columns is None else " (a uint16 copy for its SpMV)"
         return (f"<PreparedMatrix {self.shape[0]}x{self.shape[1]}, {self.nnz} stored entries, {self.dtype}, "
-                f"{self.indices.dtype} indices>")
+                f"{self.indices.dtype} indices{compact}>")
 
     def __reduce__(self):
-        return (PreparedMatrix, (self.indptr, self.indices, self.data, self.shape, self.overflow))
+        return (_unpickle, (self.indptr, self.indices, self.data, self.shape, self.overflow, self._columns))
 
     # ------------------------------------------------------------------ plans
 
@@ -126,7 +133,7 @@ class PreparedMatrix:
             run = ops.StencilSpmv(self.indptr, self.indices, data, self._stencil)
         else:
             R, E = plan[1]
-            run = ops.FloatSpmv(self.indptr, self.indices, data, R, E, plan_batches=True)
+            run = ops.FloatSpmv(self.indptr, self.indices, data, R, E, plan_batches=True, columns=self._columns)
         plan[2][key] = (source, run)
         return run
 
@@ -317,6 +324,12 @@ class PreparedMatrix:
                               rmatmat=self.rmatmat, dtype=dtype)
 
 
+def _unpickle(indptr, indices, data, shape, overflow, columns):
+    """A pickled ``PreparedMatrix``: its arrays (the uint16 columns among them); its plans and stencil
+    are made again where it lands."""
+    return PreparedMatrix(indptr, indices, data, shape, overflow, columns=columns)
+
+
 @guarded
 def _bound_parallel(run, x, y):
     """``run.bound(x, y)`` (``ops.FloatSpmv``, ``ops.BoundSpmm``) for a plan of several chunks or
@@ -377,8 +390,8 @@ def _stencil_in_parallel(indptr, indices, m, n, nnz):
 
 
 @guarded
-def _validate_in_parallel(indptr, indices, data, n):
-    ops._validate(indptr, indices, data, n, "A")
+def _validate_in_parallel(indptr, indices, data, n, narrow=None):
+    ops._validate(indptr, indices, data, n, "A", narrow)
 
 
 def prepare(A, *, overflow="raise"):
@@ -409,6 +422,7 @@ def prepare(A, *, overflow="raise"):
         raise ValueError(f"data must be 1-D, got shape {data.shape}")
     indptr, indices = index_arrays(indptr, indices, data, m, n)
     stencil = _UNKNOWN
+    columns = None
     if m and data.shape[0]:  # checked before any narrowing: a column index of 2**40 must not wrap into range
         if n == 0:
             raise_invalid(indptr, indices, data, n)
@@ -424,8 +438,11 @@ def prepare(A, *, overflow="raise"):
             if not ops._valid_small(indptr, indices, n):
                 raise_invalid(indptr, indices, data, n)
         else:  # a parallel kernel: the one launch here (a small matrix's serial checks need no guard)
-            _validate_in_parallel(indptr, indices, data, n)
+            if ops.compact_columns_pay(n, data.shape[0], data.dtype):
+                # the uint16 columns of its float SpMV, written by the same pass (the indices read once)
+                columns = np.empty(data.shape[0], np.uint16)
+            _validate_in_parallel(indptr, indices, data, n, columns)
     # int32 indices where they fit: 4 bytes per entry fewer to read
     idt = np.int32 if max(m, n, data.shape[0]) < 2**31 - 1 else np.int64
     indptr, indices = np.ascontiguousarray(indptr, dtype=idt), np.ascontiguousarray(indices, dtype=idt)
-    return PreparedMatrix(indptr, indices, data, (m, n), overflow, stencil)
+    return PreparedMatrix(indptr, indices, data, (m, n), overflow, stencil, columns)
