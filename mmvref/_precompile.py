@@ -167,6 +167,15 @@ class _Inputs:
                     L = sp.csr_matrix((ldata, lind, lptr), shape=(rows, LARGE_COLS))
                     L.indices, L.indptr = ind, ptr  # (scipy would narrow int64 indices that fit)
                     self.large.append(L)
+        # the long-row matrix again with runs of 4 rows that share their columns: a prepared matrix keeps
+        # them once and its SpMV compiles the kernel that reads them (``sparse.ops.shared_columns``)
+        self.shared = []
+        if dt.kind == "f":
+            rows, k = LARGE_COLS // 16, LONG_ROW_ENTRIES
+            sind = np.repeat(rng.integers(0, LARGE_COLS, (rows // 4, k)).astype(np.int32), 4, axis=0).ravel()
+            sptr = np.arange(0, rows * k + 1, k, dtype=np.int32)
+            sdata = rng.integers(-5, 6, rows * k).astype(dt)
+            self.shared.append((sptr, sind, sdata, (rows, LARGE_COLS)))
         # a banded matrix of one pattern past the stencil path's size (``spmv``'s kernel of stencil
         # matrices: ``sparse.ops.stencil_of``), float values only (integer products keep theirs)
         self.stencils = ()
@@ -330,6 +339,10 @@ def _prepare(m, i):
         P @ i.D
         P.rmatvec(i.x[:A.shape[0]])
     for A in i.large[::2]:  # (prepare keeps 32-bit indices where they fit)
+        P = m.prepare(A)
+        P @ i.xl
+        P @ i.xl  # (the bound product)
+    for A in i.shared:
         P = m.prepare(A)
         P @ i.xl
         P @ i.xl  # (the bound product)

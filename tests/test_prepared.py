@@ -706,3 +706,124 @@ def test_compact_columns_only_where_they_fit_and_pay():
         wrong[-1] = bad
         with pytest.raises(ValueError, match="indices"):
             mmvref.prepare((indptr, wrong, data, (m, n)))
+
+
+def _shared_rows_matrix(rng, n, short_stretch=False):
+    """(indptr, indices, n) of at least COMPACT_MIN_NNZ entries in runs of 1-6 consecutive rows that
+    hold the same columns (a run's rows: 64-300 random columns, or a stretch ending at the last
+    column); ``short_stretch``: a stretch of empty and one-entry rows in the middle (its chunks take
+    the short-row path)."""
+    lens, cols = [], []
+    half = False
+    while sum(lens) < sparse_ops.COMPACT_MIN_NNZ:
+        if short_stretch and not half and sum(lens) > sparse_ops.COMPACT_MIN_NNZ // 2:
+            half = True
+            for _ in range(1000):
+                k = int(rng.integers(0, 2))
+                lens.append(k)
+                cols.append(rng.integers(0, n, k))
+        k = int(rng.integers(64, 300))
+        c = np.arange(n - k, n) if rng.random() < 0.2 else np.sort(rng.choice(n, k, replace=False))
+        for _ in range(int(rng.integers(1, 7))):
+            lens.append(k)
+            cols.append(c)
+    indptr = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=indptr[1:])
+    return indptr, np.concatenate(cols).astype(np.int32), n
+
+
+@pytest.mark.parametrize("per_thread", [1, 3, 8])
+@pytest.mark.parametrize("n", [1 << 16, 70_000])  # uint16 shared columns, int32 ones
+@pytest.mark.parametrize("values, x_dtype", [(np.float32, np.float32), (np.float64, np.float64),
+                                             (np.float32, np.float64)])
+def test_shared_columns_are_read_by_the_spmv_and_give_spmvs_bits(per_thread, n, values, x_dtype):
+    """Runs of rows that hold the same columns keep them once: the kernel reads each row's columns at
+    its run's place (rows cut by chunk borders too), with spmv's bits and within the plain-loop bound;
+    pickling carries them, update_values keeps them."""
+    rng = np.random.default_rng(n + per_thread)
+    indptr, indices, n = _shared_rows_matrix(rng, n)
+    m = indptr.size - 1
+    data = rng.standard_normal(indices.size).astype(values)
+    x = rng.standard_normal(n).astype(x_dtype)
+    A = (indptr, indices, data, (m, n))
+    with chunks(per_thread):
+        P = mmvref.prepare(A)
+        columns, starts = P._shared
+        assert P._columns is None and columns.dtype == (np.uint16 if n <= 1 << 16 else np.int32)
+        assert columns.size < indices.size // 2
+        lens = np.diff(indptr)
+        for r in range(m):  # every row's columns where its starts say (a plain loop)
+            assert np.array_equal(columns[starts[r]:starts[r] + lens[r]], indices[indptr[r]:indptr[r + 1]])
+        want = mmvref.spmv(A, x)
+        for _ in range(2):
+            assert np.array_equal(P @ x, want)
+        run = P._spmv[2][(sparse_ops._LEVEL, want.dtype)][1]
+        assert run.indices is columns and run.batches is starts  # what the kernel read
+        assert _within_bound(want, indptr, indices, data.astype(want.dtype), x.astype(want.dtype))
+        Q = pickle.loads(pickle.dumps(P))
+        assert np.array_equal(Q._shared[0], columns) and np.array_equal(Q @ x, want)
+        new = (data * 3).astype(values)
+        P.update_values(new)
+        assert P._shared is not None and np.array_equal(P @ x, mmvref.spmv((indptr, indices, new, (m, n)), x))
+
+
+@pytest.mark.parametrize("per_thread", [16, 32])
+def test_shared_columns_fall_back_where_a_chunk_has_short_rows(per_thread):
+    """A chunk of short rows (batches read a row's columns at its entries' places) makes the SpMV read
+    the full int32 indices instead: the same bits. (Chunks small enough that one lies within the
+    stretch of short rows.)"""
+    rng = np.random.default_rng(21)
+    indptr, indices, n = _shared_rows_matrix(rng, 1 << 16, short_stretch=True)
+    m = indptr.size - 1
+    data = rng.standard_normal(indices.size)
+    x = rng.standard_normal(n)
+    A = (indptr, indices, data, (m, n))
+    with chunks(per_thread):
+        P = mmvref.prepare(A)
+        assert P._shared is not None
+        assert P._spmv_plan() and sparse_ops._row_kinds(indptr, P._spmv[1][0], 64)[1]  # a chunk of short rows
+        want = mmvref.spmv(A, x)
+        assert np.array_equal(P @ x, want) and np.array_equal(P @ x, want)
+        assert P._spmv[2][(sparse_ops._LEVEL, want.dtype)][1].indices is P.indices
+        assert _within_bound(want, indptr, indices, data, x)
+
+
+def test_shared_columns_only_where_runs_hold_half_the_entries():
+    """No shared columns where the sample finds no runs, where the runs hold under SHARED_SHARE of the
+    entries (then the uint16 copy), for rows under SHARED_MIN_ROW on average, or for integer values;
+    a bad index in a run's row is refused."""
+    rng = np.random.default_rng(22)
+    indptr, indices, n = _shared_rows_matrix(rng, 1 << 16)
+    m = indptr.size - 1
+    data = rng.standard_normal(indices.size)
+    assert mmvref.prepare((indptr, indices, data, (m, n)))._shared is not None
+    lens = np.diff(indptr)
+    # every row after the first of each run gets a different last column: no run, same row lengths
+    broken = indices.copy()
+    ends = indptr[1:] - 1
+    broken[ends] = (broken[ends] + np.arange(m) % 7 + 1) % n
+    P = mmvref.prepare((indptr, broken, data, (m, n)))
+    assert P._shared is None and P._columns is not None
+    # runs where the sample sees them, but holding under half the entries: the uint16 copy
+    x = rng.standard_normal(n)
+    if (lens >= 64).all():
+        few = indices.copy()
+        few[ends[1::2]] = (few[ends[1::2]] + 1) % n  # (breaks about half the runs' rows)
+        Pf = mmvref.prepare((indptr, few, data, (m, n)))
+        assert (Pf._shared is None) == (sparse_ops.SHARED_SHARE * indices.size > _held(indptr, few))
+        assert np.array_equal(Pf @ x, mmvref.spmv((indptr, few, data, (m, n)), x))
+    assert mmvref.prepare((indptr, indices, data.astype(np.int64), (m, n)))._shared is None
+    wrong = indices.copy()
+    wrong[-1] = n
+    with pytest.raises(ValueError, match="indices"):
+        mmvref.prepare((indptr, wrong, data, (m, n)))
+
+
+def _held(indptr, indices):
+    """Entries of the rows that hold the row before's columns (a plain loop)."""
+    held = 0
+    for r in range(1, indptr.size - 1):
+        a, b = indices[indptr[r - 1]:indptr[r]], indices[indptr[r]:indptr[r + 1]]
+        if a.size == b.size and (a == b).all():
+            held += b.size
+    return held

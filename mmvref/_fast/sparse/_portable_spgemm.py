@@ -59,14 +59,19 @@ _KEY_PAD = np.iinfo(np.int64).max
 # ----------------------------------------------------------------------------- structure
 
 @njit(cache=True, parallel=True)
-def check_structure(indptr, indices, ncols, chunks, bad, narrow):
+def check_structure(indptr, indices, ncols, chunks, bad, narrow, same):
     """bad[t] when rows chunks[t]..chunks[t+1]-1 have indptr out of order or a
     column index outside [0, ncols) (one vectorisable max over the indices).
     ``narrow``: empty, or nnz uint16 that receive the column indices in the
     same pass (a prepared matrix's compact columns, ``ops.COMPACT_MAX_COLS``:
     the caller reads them only where no chunk is bad, i.e. where every index
-    is below ncols <= 2**16)."""
+    is below ncols <= 2**16). ``same``: empty, or one flag a row, set where
+    the row holds the columns of the row before in the same order (within a
+    chunk: a chunk's first row is not compared), found in the same pass, row
+    by row (a prepared matrix's ``ops.shared_columns``). Returns the entries
+    of the rows so flagged."""
     nnz = indices.size
+    held = 0
     for t in prange(chunks.size - 1):
         r0 = chunks[t]
         r1 = chunks[t + 1]
@@ -78,7 +83,32 @@ def check_structure(indptr, indices, ncols, chunks, bad, narrow):
             continue
         umax = _U(0)
         part = indices[indptr[r0]:indptr[r1]]  # (read through the slice: positions known non-negative,
-        if narrow.size:                        # so the max vectorizes: 5.0 -> 0.56 ms on 9.4M indices)
+        if same.size:                          # so the max vectorizes: 5.0 -> 0.56 ms on 9.4M indices)
+            # row by row: each row's max and its compare with the row before, still in cache (the
+            # rows average at least ops.SHARED_MIN_ROW entries); slices and no early exit vectorize
+            base = np.int64(indptr[r0])
+            part_held = 0
+            for r in range(r0, r1):
+                a1 = np.int64(indptr[r]) - base
+                n = np.int64(indptr[r + 1]) - base - a1
+                cur = part[a1:a1 + n]
+                for q in range(n):
+                    v = _U(cur[q])
+                    umax = v if v > umax else umax
+                eq = False
+                if r > r0:
+                    a0 = np.int64(indptr[r - 1]) - base
+                    if a1 - a0 == n:
+                        prev = part[a0:a1]
+                        differ = 0
+                        for q in range(n):
+                            differ += prev[q] != cur[q]
+                        eq = differ == 0
+                same[r] = eq
+                if eq:
+                    part_held += n
+            held += part_held
+        elif narrow.size:
             dest = narrow[indptr[r0]:indptr[r1]]
             for q in range(part.size):
                 v = _U(part[q])
@@ -90,6 +120,7 @@ def check_structure(indptr, indices, ncols, chunks, bad, narrow):
                 umax = v if v > umax else umax
         if r1 > r0 and indptr[r1] > indptr[r0] and umax >= _U(ncols):
             bad[t] = True
+    return held
 
 
 @njit(cache=True)

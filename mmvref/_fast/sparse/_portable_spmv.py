@@ -304,6 +304,9 @@ def _stream(context, builder, sig, args, mode):
     x_a = context.make_array(x_t)(context, builder, args[2])
     lo, hi = args[3], args[4]
     p_a = context.make_array(sig.args[5])(context, builder, args[5]) if mode != "dot" else None
+    # dot: the indices of element k at k + shift (a matrix whose rows share their columns: see
+    # ``float_kernel``'s ``shared``); 0 otherwise
+    shift = args[5] if mode == "dot" else _I64(0)
     kind = sig.args[-1]
 
     it = context.get_value_type(ind_t.dtype)
@@ -347,10 +350,11 @@ def _stream(context, builder, sig, args, mode):
 
     def step(k, acc_ptr, mask=None):
         off = builder.add(lo, k)
+        ioff = builder.add(off, shift)
         if mask is None:
-            iv = S.load(ind_a.data, off, vi, ib)
+            iv = S.load(ind_a.data, ioff, vi, ib)
         else:
-            iv = S.masked_load(ind_a.data, off, vi, ib, mask)
+            iv = S.masked_load(ind_a.data, ioff, vi, ib, mask)
         builder.store(S.call(f"llvm.umax.{_tname(vi)}", vi, [builder.load(umax_ptr), iv]), umax_ptr)
         if narrow:
             iv = builder.zext(iv, vw)
@@ -425,15 +429,17 @@ def _check_kind(kind):
 
 
 @intrinsic
-def simd_dot(typingctx, ind, data, x, lo, hi, kind):
-    """(sum_{lo<=k<hi} data[k] * x[ind[k]], max raw ind[k] as uint64) for 0 <= lo <= hi <= len.
+def simd_dot(typingctx, ind, data, x, lo, hi, shift, kind):
+    """(sum_{lo<=k<hi} data[k] * x[ind[k + shift]], max raw ind[k + shift] as uint64) for
+    0 <= lo <= hi <= len(data), lo + shift >= 0, hi + shift <= len(ind).
 
     The accumulator dtype is x's; indices above the last column are clamped
     (the returned maximum tells the caller). Summation order: four W-lane
-    accumulators, then a tree. ``kind``: a ``Gather`` marker."""
+    accumulators, then a tree (so the same for any shift: the sum depends on the
+    index values, not where they are kept). ``kind``: a ``Gather`` marker."""
     _check_arrays(ind, data, x)
     _check_kind(kind)
-    sig = types.Tuple((x.dtype, types.uint64))(ind, data, x, types.int64, types.int64, kind)
+    sig = types.Tuple((x.dtype, types.uint64))(ind, data, x, types.int64, types.int64, types.int64, kind)
     return sig, lambda context, builder, s, a: _stream(context, builder, s, a, "dot")
 
 
@@ -525,6 +531,52 @@ def partition(indptr, n_chunks, row_cost):
         R[c] = a
         E[c] = min(max(e, np.int64(0)), nnz)
     return R, E
+
+
+@njit(cache=True)
+def sample_rows_like_previous(indptr, indices, rows):
+    """How many of ``rows`` (each in [1, m)) hold the columns of the row before, in the same order
+    (offsets not checked yet: a row whose offsets are out of order or range is not counted)."""
+    hits = 0
+    nnz = indices.size
+    for r in rows:
+        a0 = np.int64(indptr[r - 1])
+        a1 = np.int64(indptr[r])
+        n = np.int64(indptr[r + 1]) - a1
+        if a0 < 0 or a1 < a0 or n != a1 - a0 or a1 + n > nnz:
+            continue
+        prev = indices[a0:a1]
+        cur = indices[a1:a1 + n]
+        differ = 0
+        for k in range(n):
+            differ += prev[k] != cur[k]
+        hits += differ == 0
+    return hits
+
+
+@njit(cache=True)
+def lead_starts(indptr, same, starts):
+    """starts[r] = where row r's columns begin when each run of rows ``same`` as the one before
+    keeps its columns once (at its first row's place); returns the columns kept."""
+    pos = np.int64(0)
+    cur = np.int64(0)
+    for r in range(indptr.size - 1):
+        if not same[r]:
+            cur = pos
+            pos += np.int64(indptr[r + 1]) - np.int64(indptr[r])
+        starts[r] = cur
+    return pos
+
+
+@njit(cache=True, parallel=True)
+def copy_lead_rows(indptr, indices, same, starts, out):
+    """out[starts[r] ...] = row r's columns for each row r not ``same`` as the one before."""
+    for r in prange(indptr.size - 1):
+        if not same[r]:
+            a = np.int64(indptr[r])
+            s = np.int64(starts[r])
+            for k in range(np.int64(indptr[r + 1]) - a):
+                out[s + k] = indices[a + k]
 
 
 @njit(cache=True)
@@ -625,7 +677,7 @@ def batch_plan_size(nnz, chunks) -> int:
     return (2 * int(nnz)) // BATCH + 3 * int(chunks)
 
 
-def float_kernel(parallel, long_rows=True, short_rows=True):
+def float_kernel(parallel, long_rows=True, short_rows=True, shared=False):
     """The float kernel (``float_rows`` below) compiled for the row paths a call takes:
     ``long_rows`` (chunks whose whole rows average at least the path's LONG_ROW entries:
     simd_dot per row), ``short_rows`` (the other chunks: batches; a regular batch by scalar
@@ -634,11 +686,18 @@ def float_kernel(parallel, long_rows=True, short_rows=True):
     cells, so a path that is off is pruned before typing, and Numba's cache keeps one entry
     per combination); where both row kinds are compiled the kernel chooses per chunk by its
     ``long_row`` argument, and per batch by ``scalar_short`` and the batch's columns.
-    ``float_rows`` and ``float_rows_serial`` are the kernel with every path."""
-    key = (bool(parallel), bool(long_rows), bool(short_rows))
+    ``float_rows`` and ``float_rows_serial`` are the kernel with every path.
+
+    ``shared`` (long rows only, a prepared matrix whose consecutive rows share their columns:
+    ``ops.shared_columns``): ``indices`` holds each group of rows' columns once and the
+    ``batches`` argument (no batches without short rows) each row's first position in it; row t's
+    entry k reads its column at ``k + batches[t] - indptr[t]``. The same index values in the same
+    loops, so the same bits."""
+    assert not (shared and short_rows), "shared columns: long rows only"
+    key = (bool(parallel), bool(long_rows), bool(short_rows), bool(shared))
     k = _FLOAT_KERNELS.get(key)  # (a prepared matrix's first product: the name is not built again)
     if k is None:
-        k = _FLOAT_KERNELS[key] = variant(_make_float, *key, name=flag_name("float_", ("parallel", "long", "short"), key))
+        k = _FLOAT_KERNELS[key] = variant(_make_float, *key, name=flag_name("float_", ("parallel", "long", "short", "shared"), key))
     return k
 
 
@@ -646,7 +705,7 @@ _FLOAT_KERNELS = {}
 
 
 @functools.lru_cache(maxsize=None)
-def _float_chunk(long_rows, short_rows):
+def _float_chunk(long_rows, short_rows, shared=False):
     """The task body of the float kernels compiled for the row paths ``long_rows`` /
     ``short_rows`` (``float_kernel``): one chunk, c, of ``float_rows``; m = y.size, nc = the
     largest valid column (unsigned), small_x = x within SCALAR_X_BYTES. One body for the
@@ -791,7 +850,10 @@ def _float_chunk(long_rows, short_rows):
                 break
             if bad:
                 break
-            s, u = simd_dot(indices, data, x, a, b, kind)
+            shift = np.int64(0)
+            if shared:  # row t's columns at its group's place (``float_kernel``)
+                shift = np.int64(batches[t]) - np.int64(indptr[t])
+            s, u = simd_dot(indices, data, x, a, b, shift, kind)
             umax = u if u > umax else umax
             if dest == 0:
                 y[t] = s
@@ -804,16 +866,16 @@ def _float_chunk(long_rows, short_rows):
         bad_out[c] = bad
 
 
-    return TaskBody(flag_name("float_rows_", ("long", "short"), (long_rows, short_rows)), chunk)
+    return TaskBody(flag_name("float_rows_", ("long", "short", "shared"), (long_rows, short_rows, shared)), chunk)
 
 
-def _make_float(parallel, long_rows, short_rows):
+def _make_float(parallel, long_rows, short_rows, shared=False):
     """One function body for every path, with one call site of each SIMD intrinsic (the
     chunk's boundary parts, its long rows and a short row longer than a batch all go
     through the same ``simd_dot``): each site is lowered and optimized separately, and
     Numba's inlining of helpers costs more compile time than their code."""
 
-    body = _float_chunk(long_rows, short_rows)
+    body = _float_chunk(long_rows, short_rows, shared)
 
     def float_rows(indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row,
                    scalar_short, batches, batch_mode):

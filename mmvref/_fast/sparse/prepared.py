@@ -58,13 +58,15 @@ class PreparedMatrix:
     converted once and kept (nnz elements), where ``spmv`` converts them on every call.
     """
 
-    def __init__(self, indptr, indices, data, shape, overflow="raise", stencil=_UNKNOWN, columns=None):
+    def __init__(self, indptr, indices, data, shape, overflow="raise", stencil=_UNKNOWN, columns=None,
+                 shared=None):
         """From parts already checked by ``mmvref.prepare`` (use that); ``stencil``: its
         ``ops.stencil_of``, where prepare found it (else found on the first float product);
         ``columns``: the uint16 copy of ``indices`` its float SpMV reads (``ops.COMPACT_MAX_COLS``),
-        or None."""
+        or None; ``shared``: its ``ops.shared_columns`` (rows that share their columns), or None."""
         self.indptr, self.indices, self.data = indptr, indices, data
         self._columns = columns
+        self._shared = shared
         self.shape = (int(shape[0]), int(shape[1]))
         self._nnz = int(data.shape[0])  # (update_values keeps it)
         self._x_shape = (self.shape[1],)
@@ -92,12 +94,14 @@ class PreparedMatrix:
         return 2
 
     def __repr__(self):
-        compact = "" if self._columns is None else " (a uint16 copy for its SpMV)"
+        compact = ("" if self._columns is None else " (a uint16 copy for its SpMV)") + (
+            "" if self._shared is None else f" (its SpMV reads {self._shared[0].size} shared columns)")
         return (f"<PreparedMatrix {self.shape[0]}x{self.shape[1]}, {self.nnz} stored entries, {self.dtype}, "
                 f"{self.indices.dtype} indices{compact}>")
 
     def __reduce__(self):
-        return (_unpickle, (self.indptr, self.indices, self.data, self.shape, self.overflow, self._columns))
+        return (_unpickle, (self.indptr, self.indices, self.data, self.shape, self.overflow, self._columns,
+                            self._shared))
 
     # ------------------------------------------------------------------ plans
 
@@ -133,7 +137,8 @@ class PreparedMatrix:
             run = ops.StencilSpmv(self.indptr, self.indices, data, self._stencil)
         else:
             R, E = plan[1]
-            run = ops.FloatSpmv(self.indptr, self.indices, data, R, E, plan_batches=True, columns=self._columns)
+            run = ops.FloatSpmv(self.indptr, self.indices, data, R, E, plan_batches=True, columns=self._columns,
+                                shared=self._shared)
         plan[2][key] = (source, run)
         return run
 
@@ -324,10 +329,10 @@ class PreparedMatrix:
                               rmatmat=self.rmatmat, dtype=dtype)
 
 
-def _unpickle(indptr, indices, data, shape, overflow, columns):
-    """A pickled ``PreparedMatrix``: its arrays (the uint16 columns among them); its plans and stencil
-    are made again where it lands."""
-    return PreparedMatrix(indptr, indices, data, shape, overflow, columns=columns)
+def _unpickle(indptr, indices, data, shape, overflow, columns, shared=None):
+    """A pickled ``PreparedMatrix``: its arrays (the uint16 or shared columns among them); its plans
+    and stencil are made again where it lands."""
+    return PreparedMatrix(indptr, indices, data, shape, overflow, columns=columns, shared=shared)
 
 
 @guarded
@@ -390,8 +395,18 @@ def _stencil_in_parallel(indptr, indices, m, n, nnz):
 
 
 @guarded
-def _validate_in_parallel(indptr, indices, data, n, narrow=None):
-    ops._validate(indptr, indices, data, n, "A", narrow)
+def _shared_in_parallel(indptr, indices, same, n):
+    return ops.shared_columns(indptr, indices, same, n)
+
+
+@guarded
+def _narrow_in_parallel(indptr, indices):
+    return ops.narrow_columns(indptr, indices)
+
+
+@guarded
+def _validate_in_parallel(indptr, indices, data, n, narrow=None, same=None):
+    return ops._validate(indptr, indices, data, n, "A", narrow, same)
 
 
 def prepare(A, *, overflow="raise"):
@@ -423,6 +438,8 @@ def prepare(A, *, overflow="raise"):
     indptr, indices = index_arrays(indptr, indices, data, m, n)
     stencil = _UNKNOWN
     columns = None
+    same = None
+    narrow = False  # a uint16 copy still to make (the pass looked for shared columns and found too few)
     if m and data.shape[0]:  # checked before any narrowing: a column index of 2**40 must not wrap into range
         if n == 0:
             raise_invalid(indptr, indices, data, n)
@@ -438,11 +455,24 @@ def prepare(A, *, overflow="raise"):
             if not ops._valid_small(indptr, indices, n):
                 raise_invalid(indptr, indices, data, n)
         else:  # a parallel kernel: the one launch here (a small matrix's serial checks need no guard)
-            if ops.compact_columns_pay(n, data.shape[0], data.dtype):
-                # the uint16 columns of its float SpMV, written by the same pass (the indices read once)
+            # rows of a run that share their columns (found by the same pass: ``ops.shared_columns``),
+            # else the uint16 columns of its float SpMV (written by it): the indices read once
+            same = None
+            if ops.shared_columns_may_pay(m, data.shape[0], data.dtype) and ops.shares_columns(indptr, indices, m):
+                same = np.zeros(m, np.bool_)
+            elif ops.compact_columns_pay(n, data.shape[0], data.dtype):
                 columns = np.empty(data.shape[0], np.uint16)
-            _validate_in_parallel(indptr, indices, data, n, columns)
+            held = _validate_in_parallel(indptr, indices, data, n, columns, same)
+            if same is not None and held < ops.SHARED_SHARE * data.shape[0]:
+                same = None
+                if ops.compact_columns_pay(n, data.shape[0], data.dtype):
+                    narrow = True
     # int32 indices where they fit: 4 bytes per entry fewer to read
     idt = np.int32 if max(m, n, data.shape[0]) < 2**31 - 1 else np.int64
     indptr, indices = np.ascontiguousarray(indptr, dtype=idt), np.ascontiguousarray(indices, dtype=idt)
-    return PreparedMatrix(indptr, indices, data, (m, n), overflow, stencil, columns)
+    shared = None
+    if same is not None:  # runs of rows that share their columns keep them once
+        shared = _shared_in_parallel(indptr, indices, same, n)
+    elif narrow:
+        columns = _narrow_in_parallel(indptr, indices)
+    return PreparedMatrix(indptr, indices, data, (m, n), overflow, stencil, columns, shared)
