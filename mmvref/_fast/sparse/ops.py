@@ -256,10 +256,12 @@ def compact_columns_pay(n, nnz, dtype):
 #: at most 64) keeps its columns once per run of consecutive rows that hold the same columns, when such
 #: rows hold at least SHARED_SHARE of its entries (``shared_columns``): its SpMV streams the values and
 #: reads each run's columns from cache (block-sparse attention: the rows of a block row share their
-#: pattern). Prepared matvec, 2 threads, 2-vCPU AVX-512 Zen 5 VM, ms (int32 / uint16 copy / shared):
-#: attention b-16 r-4 float32 1.69-1.76 / 1.29-1.38 / 1.03-1.11, float64 2.84-3.39 / 2.52-2.67 /
-#: 2.10-2.25; b-64 r-2 float32 - / 3.33-3.38 / 3.42-3.43 and float64 - / 6.6-6.8 / 6.5-6.6 (no gain:
-#: those rows are bound elsewhere); the short-row b-2 r-2 (rows of 14) does not qualify
+#: pattern). Prepared matvec, kernel bound, 2 threads, 2-vCPU AVX-512 Zen 5 VM, alternating in one
+#: process, ms (int32 / uint16 copy / shared): attention b-16 r-2 float32 0.88-0.92 / 0.70-0.75 /
+#: 0.62-0.64, float64 1.48-1.49 / 1.49-1.50 / 1.44-1.48; b-16 r-8 float32 1.41-1.42 / 1.20 / 1.13-1.16,
+#: float64 2.42 / 2.35-2.37 / 2.10-2.12; b-64 r-4 float32 4.64-4.80 / 3.81-3.83 / 3.64-3.65, float64
+#: 8.00-8.02 / 7.66-7.72 / 7.21-7.23; b-64 r-8 float32 6.30-6.48 / 5.06 / 4.58-4.59, float64 10.5-10.6 /
+#: 9.95-9.97 / 9.19-9.27. The short-row b-2 and b-4 matrices (rows of 14-60) do not qualify
 SHARED_MIN_ROW = 64
 SHARED_SHARE = 0.5
 #: rows sampled before the pass that finds the runs: more than half must equal the row before
