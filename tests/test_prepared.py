@@ -765,6 +765,14 @@ def test_shared_columns_are_read_by_the_spmv_and_give_spmvs_bits(per_thread, n, 
         new = (data * 3).astype(values)
         P.update_values(new)
         assert P._shared is not None and np.array_equal(P @ x, mmvref.spmv((indptr, indices, new, (m, n)), x))
+        if numba.config.NUMBA_NUM_THREADS > 1:  # a new thread count: new chunks, the shared columns kept
+            T = numba.get_num_threads()
+            numba.set_num_threads(1)
+            try:
+                assert np.array_equal(P @ x, mmvref.spmv((indptr, indices, new, (m, n)), x))
+                assert P._spmv[0] == 1 and P._spmv[2][(sparse_ops._LEVEL, want.dtype)][1].indices is columns
+            finally:
+                numba.set_num_threads(T)
 
 
 @pytest.mark.parametrize("per_thread", [16, 32])
