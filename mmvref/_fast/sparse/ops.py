@@ -264,7 +264,8 @@ def compact_columns_pay(n, nnz, dtype):
 #: 9.95-9.97 / 9.19-9.27. The short-row b-2 and b-4 matrices (rows of 14-60) do not qualify
 SHARED_MIN_ROW = 64
 SHARED_SHARE = 0.5
-#: rows sampled before the pass that finds the runs: more than half must equal the row before
+#: rows sampled before the pass that finds the runs (in windows of 4): more than half must equal the
+#: row before
 SHARED_SAMPLES = 32
 
 
@@ -282,10 +283,13 @@ def narrow_columns(indptr, indices):
 
 
 def shares_columns(indptr, indices, m):
-    """Whether more than half of SHARED_SAMPLES rows, evenly spaced, hold the columns of the row before
-    (on an unchecked structure: a sampled row whose offsets are out of order or range is no hit)."""
-    rows = np.linspace(1, m - 1, min(SHARED_SAMPLES, m - 1)).astype(np.int64)
-    return 2 * K.sample_rows_like_previous(indptr, indices, rows) > rows.size
+    """Whether more than half of SHARED_SAMPLES rows hold the columns of the row before: windows of 4
+    consecutive rows at evenly spaced places (single rows at a fixed stride would see only one row
+    of each run where the runs' length divides the stride). On an unchecked structure: a sampled
+    row whose offsets are out of order or range is no hit."""
+    rows = (np.linspace(1, max(1, m - 4), SHARED_SAMPLES // 4).astype(np.int64)[:, None] + np.arange(4)).ravel()
+    rows = rows[rows < m]
+    return rows.size > 0 and 2 * K.sample_rows_like_previous(indptr, indices, rows) > rows.size
 
 
 def shared_columns(indptr, indices, same, n):
