@@ -63,77 +63,94 @@ _KEY_PAD = np.iinfo(np.int64).max
 SAME_BLOCK = 1 << 14
 
 
-@njit(cache=True, parallel=True)
-def check_structure(indptr, indices, ncols, chunks, bad, narrow, same):
-    """bad[t] when rows chunks[t]..chunks[t+1]-1 have indptr out of order or a
-    column index outside [0, ncols) (one vectorisable max over the indices).
-    ``narrow``: empty, or nnz uint16 that receive the column indices in the
-    same pass (a prepared matrix's compact columns, ``ops.COMPACT_MAX_COLS``:
-    the caller reads them only where no chunk is bad, i.e. where every index
-    is below ncols <= 2**16). ``same``: empty, or one flag a row, set where
-    the row holds the columns of the row before in the same order (within a
-    chunk: a chunk's first row is not compared), found in the same pass
-    (a prepared matrix's ``ops.shared_columns``). Returns the entries of the
-    rows so flagged."""
-    nnz = indices.size
-    held = 0
-    for t in prange(chunks.size - 1):
-        r0 = chunks[t]
-        r1 = chunks[t + 1]
-        ok = True
-        for r in range(r0, r1):
-            ok &= indptr[r] <= indptr[r + 1]
-        if not ok or indptr[r0] < 0 or indptr[r1] > nnz:
-            bad[t] = True
-            continue
-        umax = _U(0)
-        part = indices[indptr[r0]:indptr[r1]]  # (read through the slice: positions known non-negative,
-        if same.size:                          # so the max vectorizes: 5.0 -> 0.56 ms on 9.4M indices)
-            # rows in blocks of about SAME_BLOCK entries: the block's max over its whole range (a max
-            # row by row did not vectorize: 0.57 against 0.09 ms on attention b-4 r-8), then each
-            # row's compare with the row before while the block is in cache (a second pass over a
-            # chunk's part read it from memory again: b-16 r-2 1.4 -> 2.35 ms a preparation)
-            base = np.int64(indptr[r0])
-            part_held = 0
-            r = r0
-            while r < r1:
-                rs = r + 1
-                while rs < r1 and np.int64(indptr[rs]) - np.int64(indptr[r]) < SAME_BLOCK:
-                    rs += 1
-                block = part[np.int64(indptr[r]) - base:np.int64(indptr[rs]) - base]
-                for q in range(block.size):
-                    v = _U(block[q])
+def check_structure_kernel(narrow=False, runs=False):
+    """The structure check (``check_structure``) compiled for what the caller wants besides the
+    check: ``narrow`` (the uint16 columns written in the same pass), ``runs`` (the rows like the row
+    before found in it). The flags are compile-time constants (closure cells): each kernel holds its
+    own path only. One kernel for all three took 1.63 s to compile against 0.67 for the check alone,
+    on every first ``spgemm`` and ``prepare`` of a process with a fresh cache."""
+    key = (bool(narrow), bool(runs))
+    return variant(_make_check, *key, name=flag_name("check_structure_", ("narrow", "runs"), key) if any(key)
+                   else "_check_structure_plain")
+
+
+def _make_check(narrow_out, runs):
+    def check_structure(indptr, indices, ncols, chunks, bad, narrow, same):
+        """bad[t] when rows chunks[t]..chunks[t+1]-1 have indptr out of order or a
+        column index outside [0, ncols) (one vectorisable max over the indices).
+        ``narrow``: empty, or nnz uint16 that receive the column indices in the
+        same pass (a prepared matrix's compact columns, ``ops.COMPACT_MAX_COLS``:
+        the caller reads them only where no chunk is bad, i.e. where every index
+        is below ncols <= 2**16). ``same``: empty, or one flag a row, set where
+        the row holds the columns of the row before in the same order (within a
+        chunk: a chunk's first row is not compared), found in the same pass
+        (a prepared matrix's ``ops.shared_columns``). Returns the entries of the
+        rows so flagged."""
+        nnz = indices.size
+        held = 0
+        for t in prange(chunks.size - 1):
+            r0 = chunks[t]
+            r1 = chunks[t + 1]
+            ok = True
+            for r in range(r0, r1):
+                ok &= indptr[r] <= indptr[r + 1]
+            if not ok or indptr[r0] < 0 or indptr[r1] > nnz:
+                bad[t] = True
+                continue
+            umax = _U(0)
+            part = indices[indptr[r0]:indptr[r1]]  # (read through the slice: positions known non-negative,
+            if runs:                               # so the max vectorizes: 5.0 -> 0.56 ms on 9.4M indices)
+                # rows in blocks of about SAME_BLOCK entries: the block's max over its whole range (a max
+                # row by row did not vectorize: 0.57 against 0.09 ms on attention b-4 r-8), then each
+                # row's compare with the row before while the block is in cache (a second pass over a
+                # chunk's part read it from memory again: b-16 r-2 1.4 -> 2.35 ms a preparation)
+                base = np.int64(indptr[r0])
+                part_held = 0
+                r = r0
+                while r < r1:
+                    rs = r + 1
+                    while rs < r1 and np.int64(indptr[rs]) - np.int64(indptr[r]) < SAME_BLOCK:
+                        rs += 1
+                    block = part[np.int64(indptr[r]) - base:np.int64(indptr[rs]) - base]
+                    for q in range(block.size):
+                        v = _U(block[q])
+                        umax = v if v > umax else umax
+                    for rr in range(max(r, r0 + 1), rs):
+                        a0 = np.int64(indptr[rr - 1]) - base
+                        a1 = np.int64(indptr[rr]) - base
+                        n = np.int64(indptr[rr + 1]) - base - a1
+                        eq = False
+                        if a1 - a0 == n:
+                            prev = part[a0:a1]
+                            cur = part[a1:a1 + n]
+                            differ = prev.dtype.type(0)
+                            for q in range(n):  # (xor and or: an integer reduction, which vectorizes)
+                                differ |= prev[q] ^ cur[q]
+                            eq = differ == 0
+                        same[rr] = eq
+                        if eq:
+                            part_held += n
+                    r = rs
+                held += part_held
+            elif narrow_out:
+                dest = narrow[indptr[r0]:indptr[r1]]
+                for q in range(part.size):
+                    v = _U(part[q])
                     umax = v if v > umax else umax
-                for rr in range(max(r, r0 + 1), rs):
-                    a0 = np.int64(indptr[rr - 1]) - base
-                    a1 = np.int64(indptr[rr]) - base
-                    n = np.int64(indptr[rr + 1]) - base - a1
-                    eq = False
-                    if a1 - a0 == n:
-                        prev = part[a0:a1]
-                        cur = part[a1:a1 + n]
-                        differ = prev.dtype.type(0)
-                        for q in range(n):  # (xor and or: an integer reduction, which vectorizes)
-                            differ |= prev[q] ^ cur[q]
-                        eq = differ == 0
-                    same[rr] = eq
-                    if eq:
-                        part_held += n
-                r = rs
-            held += part_held
-        elif narrow.size:
-            dest = narrow[indptr[r0]:indptr[r1]]
-            for q in range(part.size):
-                v = _U(part[q])
-                umax = v if v > umax else umax
-                dest[q] = np.uint16(v)  # (wraps only where umax is out of range: bad)
-        else:
-            for q in range(part.size):
-                v = _U(part[q])
-                umax = v if v > umax else umax
-        if r1 > r0 and indptr[r1] > indptr[r0] and umax >= _U(ncols):
-            bad[t] = True
-    return held
+                    dest[q] = np.uint16(v)  # (wraps only where umax is out of range: bad)
+            else:
+                for q in range(part.size):
+                    v = _U(part[q])
+                    umax = v if v > umax else umax
+            if r1 > r0 and indptr[r1] > indptr[r0] and umax >= _U(ncols):
+                bad[t] = True
+        return held
+
+    return njit(cache=True, parallel=True)(check_structure)
+
+
+#: the structure check alone (``spgemm``'s operands, a prepared matrix that keeps no other columns)
+check_structure = check_structure_kernel()
 
 
 @njit(cache=True)

@@ -853,8 +853,9 @@ def _validate(indptr, indices, data, ncols, name, narrow=None, same=None):
         return 0
     chunks = _row_chunks(m)
     bad = np.zeros(chunks.size - 1, np.bool_)
-    held = KG.check_structure(indptr, indices, ncols, chunks, bad, _NO_NARROW if narrow is None else narrow,
-                              _NO_SAME if same is None else same)
+    check = KG.check_structure_kernel(narrow is not None, same is not None)  # (each compiles its own path only)
+    held = check(indptr, indices, ncols, chunks, bad, _NO_NARROW if narrow is None else narrow,
+                 _NO_SAME if same is None else same)
     if bad.any():
         raise_invalid(indptr, indices, data, ncols, name)
     return held
