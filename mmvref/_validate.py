@@ -102,6 +102,8 @@ def to_numpy(a, name: str):
 
     A tensor of a dtype numpy cannot hold (bfloat16, float8, ...) raises
     TypeError naming the argument; the op then checks its own dtypes."""
+    if type(a) is np.ndarray:  # (the common input: no module name to read)
+        return read_only_as_writeable(native_order(a))
     if not is_tensor(a):
         return read_only_as_writeable(native_order(a))
     if a.device.type != "cpu":
@@ -141,12 +143,15 @@ def as_values(x, name: str = "x", ndim: int = 1) -> np.ndarray:
     a = _asarray(x, name)
     if a.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got an array of shape {a.shape}")
-    if a.dtype not in VALUE_DTYPES:
+    if a.dtype not in _VALUE_SET and a.dtype not in VALUE_DTYPES:  # (a hash, not seven comparisons, first)
         raise TypeError(
             f"{name} has unsupported dtype {a.dtype}; supported: "
             + ", ".join(str(d) for d in VALUE_DTYPES)
         )
     return a
+
+
+_VALUE_SET = frozenset(VALUE_DTYPES)
 
 
 def as_flags(f, n: int, name: str = "flags", check_values: bool = True) -> np.ndarray:

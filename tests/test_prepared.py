@@ -232,6 +232,37 @@ def test_concurrent_calls_from_threads():
         np.testing.assert_allclose(g, ref, rtol=1e-12, atol=1e-12)
 
 
+def test_one_chunk_matrices_share_their_scratch_across_threads():
+    """Small matrices (one chunk for every thread count) pass every thread the same boundary parts
+    (``ops.FloatSpmv.one_tail``), and their bound calls skip the threading guard: products of several
+    such matrices called from many threads each give the bits of the product alone, within the
+    plain-loop bound. (The kernels hold the GIL today, so calls do not overlap; the kernel does not
+    rely on it: it writes its first row to y and reads none of the shared parts back.)"""
+    rng = np.random.default_rng(11)
+    mats, xs = [], []
+    for i, dt in enumerate([np.float32, np.float64] * 3):
+        A = sp.random(400, 300, 0.03, format="csr", random_state=rng, dtype=np.float64).astype(dt)
+        A = sp.csr_array(A + sp.csr_array((rng.standard_normal(4) * (i + 1), ([0, 0, 1, 1], [0, 1, 2, 3])),
+                                           shape=A.shape).astype(dt))  # a first row that spans entries
+        mats.append(A)
+        xs.append(rng.standard_normal(300).astype(dt))
+    assert all(sparse_ops.one_chunk_for_any_threads(A.shape[0], A.nnz) for A in mats)
+    Ps = [mmvref.prepare(A) for A in mats]
+    alone = [P @ x for P, x in zip(Ps, xs)]
+    for A, x, y in zip(mats, xs, alone):
+        assert _within_bound(y, A.indptr, A.indices, A.data, x)
+
+    def many(t):
+        bad = 0
+        for r in range(300):
+            i = (t + r) % len(Ps)
+            bad += not np.array_equal(Ps[i] @ xs[i], alone[i])
+        return bad
+
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        assert sum(ex.map(many, range(16))) == 0
+
+
 def test_bad_input_is_named():
     A = sp.random(10, 8, 0.3, format="csr", random_state=4)
     P = mmvref.prepare(A)

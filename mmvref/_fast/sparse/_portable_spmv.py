@@ -696,9 +696,12 @@ def float_kernel(parallel, long_rows=True, short_rows=True, shared=False):
     ``batches`` argument (no batches without short rows) each row's first position in it; row t's
     entry k reads its column at ``k + batches[t] - indptr[t]``. The same index values in the same
     loops, so the same bits."""
+    k = _FLOAT_KERNELS.get((parallel, long_rows, short_rows, shared))  # (a prepared matrix's first product)
+    if k is not None:
+        return k
     assert not (shared and short_rows), "shared columns: long rows only"
     key = (bool(parallel), bool(long_rows), bool(short_rows), bool(shared))
-    k = _FLOAT_KERNELS.get(key)  # (a prepared matrix's first product: the name is not built again)
+    k = _FLOAT_KERNELS.get(key)
     if k is None:
         k = _FLOAT_KERNELS[key] = variant(_make_float, *key, name=flag_name("float_", ("parallel", "long", "short", "shared"), key))
     return k
@@ -862,6 +865,11 @@ def _float_chunk(long_rows, short_rows, shared=False):
                 y[t] = s
             elif dest == 1:
                 first[c] = s
+                if R.size == 2:
+                    # one chunk: its first row's part is the row (added to 0, as ``combine`` does:
+                    # -0.0 becomes 0.0), written here, so that first is written but never read
+                    # (``ops.FloatSpmv``: one-chunk products share their scratch)
+                    y[t] = 0.0 + s
             else:
                 last[c] = s
             t += 1
@@ -884,7 +892,7 @@ def _make_float(parallel, long_rows, short_rows, shared=False):
                    scalar_short, batches, batch_mode):
         """y[r] for the whole rows of every chunk; partial sums of the chunk's
         boundary rows into first/last (see the module docstring; one chunk: its first
-        row is written to y as well, and ``combine`` is not needed). ``x`` and ``y``
+        row is written to y by its chunk, and ``combine`` is not needed). ``x`` and ``y``
         have the accumulator dtype. Per chunk: umax_out = largest raw column
         index read, bad_out = an inconsistent row offset was seen. ``kind`` (a
         ``Gather``) and ``long_row`` are the kernel path's.
@@ -907,10 +915,6 @@ def _make_float(parallel, long_rows, short_rows, shared=False):
         for c in prange(R.size - 1):
             body(np.int64(c), indptr, indices, data, x, y, R, E, first, last, umax_out, bad_out, kind, long_row,
                  scalar_short, batches, batch_mode, m, nc, small_x)
-        if R.size == 2 and R[0] < m:
-            # one chunk: its first row's part is the row (added to 0, as ``combine`` does: -0.0
-            # becomes 0.0); here rather than by the caller (0.25 us of a 1,000-row product's 3.5)
-            y[R[0]] = 0.0 + first[0]
 
     return njit(cache=True, parallel=parallel)(float_rows)
 

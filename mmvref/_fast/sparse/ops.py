@@ -62,7 +62,7 @@ from ..._dtypes import result_dtype
 from ..._threading import guarded
 from ..._validate import as_values, check_overflow, to_numpy
 from .. import _target
-from .._csr_input import csr_parts, index_arrays, raise_invalid
+from .._csr_input import csr_arrays, raise_invalid
 from .._policy import like_input
 from . import _portable_spgemm as KG
 from . import _portable_spmm as KM
@@ -143,12 +143,10 @@ def spmv(A, x, *, overflow="raise"):
     """
     src = x
     check_overflow(overflow)
-    indptr, indices, data, (m, n) = csr_parts(A)
+    indptr, indices, data, (m, n) = csr_arrays(A)
     x = as_values(to_numpy(x, "x"), "x")
     if x.shape[0] != n:
         raise ValueError(f"x has length {x.shape[0]} but A has {n} columns (shape {(m, n)})")
-    data = np.ascontiguousarray(as_values(to_numpy(data, "data"), "data"))
-    indptr, indices = index_arrays(indptr, indices, data, m, n)
     return like_input(spmv_arrays(indptr, indices, data, x, m, n, overflow), src)
 
 
@@ -314,7 +312,7 @@ class FloatSpmv:
     borders combined, and returns the kernel's structure flags (umax, bad)."""
 
     __slots__ = ("indptr", "indices", "data", "R", "E", "C", "rdt", "kernel", "path", "long_row", "entry",
-                 "_scratch", "batches", "batch_mode")
+                 "_scratch", "one_tail", "batches", "batch_mode")
 
     def __init__(self, indptr, indices, data, R, E, plan_batches=False, columns=None, shared=None):
         """``plan_batches`` (a matrix whose structure was checked: ``PreparedMatrix``): the first call
@@ -337,6 +335,7 @@ class FloatSpmv:
         self.indices = indices if columns is None else columns  # (what the kernel reads)
         self.entry = None
         self._scratch = {}  # thread id -> that thread's scratch (a dict: threading.local() costs a first product 0.5 us)
+        self.one_tail = None  # one chunk: the scratch of every thread (``_new_scratch``)
         if shared is not None and long_rows and not short_rows:
             # (the batches' argument carries each row's place in the shared columns: ``float_kernel``)
             self.indices, self.batches = shared
@@ -355,9 +354,11 @@ class FloatSpmv:
         go to scratch arrays of the calling thread (a thread runs one product at a time; their
         values are written by the kernel before they are read), not four new arrays a call. The
         structure flags are not returned: a bound matrix was checked before (``PreparedMatrix``)."""
-        tail = self._scratch.get(threading.get_ident())
+        tail = self.one_tail
         if tail is None:
-            tail = self._new_scratch()
+            tail = self._scratch.get(threading.get_ident())
+            if tail is None:
+                tail = self._new_scratch()
         self.entry(self.indptr, self.indices, self.data, xk, y, *tail)
         if self.C > 1:  # (one chunk: the kernel wrote its first row)
             K.combine(y, self.R, tail[2], tail[3])
@@ -366,17 +367,34 @@ class FloatSpmv:
         """The kernel's arguments after x and y for the calling thread's products (``bound``, and a
         first call with ``bind``): R, E, its boundary parts and flags (first, last, umax, bad), the
         path's constants, the batch plan and the mode of the calls after the first (the plan
-        replayed where it is recorded). One tuple, so a bound call does not look up eleven."""
+        replayed where it is recorded). One tuple, so a bound call does not look up eleven.
+
+        One chunk: the kernel writes its boundary parts and flags but reads none of them back (it
+        writes its first row to y itself), and a bound call does not read the flags: every
+        one-chunk product of a dtype, on any thread, passes the same four arrays
+        (``_ONE_CHUNK_SCRATCH``; a small matrix's first product made them new: 0.5 us of its 10),
+        and one tail serves every thread (``one_tail``). (Numba holds the GIL through the kernel, so
+        two calls do not overlap today; nothing here relies on that.)"""
         C, P = self.C, self.path
-        # (a thread's id may be reused by a later thread: it then takes these over, as it runs one product at a time)
-        tail = self._scratch[threading.get_ident()] = (
-            self.R, self.E, np.zeros(C, self.rdt), np.zeros(C, self.rdt), np.zeros(C, np.uint64),
-            np.zeros(C, np.bool_), P.GATHER, self.long_row, P.SCALAR_SHORT, self.batches, 2 if self.batch_mode else 0)
+        if C == 1:
+            parts = _ONE_CHUNK_SCRATCH.get(self.rdt)
+            if parts is None:
+                parts = _ONE_CHUNK_SCRATCH[self.rdt] = (np.zeros(1, self.rdt), np.zeros(1, self.rdt),
+                                                        np.zeros(1, np.uint64), np.zeros(1, np.bool_))
+        else:
+            parts = (np.zeros(C, self.rdt), np.zeros(C, self.rdt), np.zeros(C, np.uint64), np.zeros(C, np.bool_))
+        tail = (self.R, self.E, *parts, P.GATHER, self.long_row, P.SCALAR_SHORT, self.batches,
+                2 if self.batch_mode else 0)
+        if C == 1:
+            self.one_tail = tail
+        else:
+            # (a thread's id may be reused by a later thread: it then takes these over, as it runs one product at a time)
+            self._scratch[threading.get_ident()] = tail
         return tail
 
     def __call__(self, xk, y, bind=False):
         C, rdt, P = self.C, self.rdt, self.path
-        if bind:  # (a prepared matrix: it makes the scratch the bound calls use)
+        if bind:  # (a prepared matrix: it makes the scratch the bound calls use; its flags are not returned)
             first, last, umax, bad = self._new_scratch()[2:6]
         else:
             first = np.zeros(C, dtype=rdt)
@@ -394,8 +412,10 @@ class FloatSpmv:
             # the arguments' Numba types: those of the matrix's arrays, x and y vary; R, E and the
             # scratch arrays are new C-contiguous arrays of fixed dtypes (given rdt, which data's kind
             # holds), the last three are the path's constants
-            key = (self.kernel, P, self.R.dtype, self.E.dtype, _arg_kind(self.indptr), _arg_kind(self.indices),
-                   _arg_kind(self.data), _arg_kind(y), rdt)  # (x: a plain vector of rdt, see plain_x)
+            # (R and E: int64; x: a plain vector of rdt, see plain_x; y and the matrix's arrays 1-D)
+            key = (self.kernel, P, rdt.num, self.indptr.dtype.num, self.indices.dtype.num, self.data.dtype.num,
+                   (self.indptr.flags.num & _TYPED_FLAGS) | (self.indices.flags.num & _TYPED_FLAGS) << 12
+                   | (self.data.flags.num & _TYPED_FLAGS) << 24 | (y.flags.num & _TYPED_FLAGS) << 36)
             entry = _ENTRY_POINTS.get(key)
             if entry is None:
                 self.kernel(*args)  # compiled (or loaded) and run; then its entry point looked up once
@@ -410,8 +430,10 @@ class FloatSpmv:
             self.batch_mode = 2  # the plan is recorded: later calls (and the bound ones) replay it
         if C > 1:  # (one chunk: the kernel wrote its first row)
             K.combine(y, self.R, first, last)
-        return umax, bad
+        return None if bind else (umax, bad)
 
+
+_ONE_CHUNK_SCRATCH = {}  # result dtype -> the boundary parts and flags every one-chunk bound product writes
 
 # ----------------------------------------------------------------------------- stencil matrices
 
@@ -695,10 +717,7 @@ def _tasks(cost_ptr, parts):
 
 def _operand(A, name):
     """(indptr, indices, data, (m, n)) as given (no copy), O(1) checks only."""
-    indptr, indices, data, (m, n) = csr_parts(A, name)
-    data = np.ascontiguousarray(as_values(to_numpy(data, f"{name}.data"), f"{name}.data"))
-    indptr, indices = index_arrays(indptr, indices, data, m, n, name)
-    return indptr, indices, data, (m, n)
+    return csr_arrays(A, name, f"{name}.data")
 
 
 # ----------------------------------------------------------------------------- SpMM

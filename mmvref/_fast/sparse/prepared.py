@@ -15,8 +15,10 @@ carries values over). Each product then runs the same code as ``spmv`` / ``spmm`
 so it gives the same bits as they do with the same thread count.
 
 Thread safety: the plans are immutable arrays swapped in whole (a changed thread count makes new
-ones); every call allocates its own result and scratch, so concurrent calls share nothing they
-write. Pickling keeps the arrays and the options; the plans are made again where it is unpickled
+ones); every call allocates its own result (or writes its own ``out``); a matrix of several chunks
+gives each thread its own scratch, and the products of one-chunk matrices share scratch that the
+kernel writes and never reads back (``ops.FloatSpmv._new_scratch``), so concurrent calls share
+nothing they read after writing. Pickling keeps the arrays and the options; the plans are made again where it is unpickled
 (its thread count may differ).
 """
 from __future__ import annotations
@@ -30,7 +32,7 @@ import numpy as np
 from ..._dtypes import result_dtype
 from ..._threading import guarded
 from ..._validate import as_values, check_overflow, is_tensor, to_numpy
-from .._csr_input import csr_parts, index_arrays, raise_invalid
+from .._csr_input import csr_arrays, raise_invalid
 from .._policy import like_input
 from . import ops
 
@@ -70,10 +72,13 @@ class PreparedMatrix:
         self.shape = (int(shape[0]), int(shape[1]))
         self._nnz = int(data.shape[0])  # (update_values keeps it)
         self._x_shape = (self.shape[1],)
+        self._y_shape = (self.shape[0],)
+        self._one_chunk = ops.one_chunk_for_any_threads(self.shape[0], self._nnz)
         self.overflow = overflow
         self._lock = threading.Lock()
         self._spmv = None  # (threads (0: any), (R, E), {(ops._LEVEL, result dtype): (values, FloatSpmv)}, one chunk for any T)
         self._bound = None  # the bound FloatSpmv of the current plan, values and path (``matvec``'s fast path)
+        self._one = None  # for a bound one-chunk plan: (rdt, entry point, its arguments before x and after y)
         self._spmm = {}  # (threads, k) -> tasks
         self._spmm_bound = {}  # k -> ops.BoundSpmm of the current values (``matmat``'s fast path)
         self._transpose = None  # (PreparedMatrix of A^T, permutation of the values)
@@ -110,7 +115,7 @@ class PreparedMatrix:
         if plan is not None and plan[3]:  # one chunk for every thread count
             return plan
         m, nnz = self.shape[0], self.nnz
-        if plan is None and ops.one_chunk_for_any_threads(m, nnz):
+        if plan is None and self._one_chunk:
             plan = self._spmv = (0, ops.one_chunk_plan(m, nnz), {}, True)
             return plan
         T = numba.get_num_threads()
@@ -153,22 +158,32 @@ class PreparedMatrix:
 
     def matvec(self, x, out=None):
         """y = A x for x of length n (1-D, or an (n, 1) column as scipy's LinearOperator passes)."""
+        one = self._one
+        if (one is not None and type(x) is np.ndarray and x.shape == self._x_shape and x.dtype == one[0]
+                and x.flags.num & _PLAIN == _PLAIN and ops._LEVEL is None):
+            # the common call of an iterative solver on a matrix of one chunk for every thread count,
+            # after a first product bound its float SpMV: a numpy vector of the values' dtype, the
+            # result new or in a plain ``out``; the kernel runs on this thread and launches nothing,
+            # so it needs neither the threading guard nor the thread count: one call of its entry
+            # point (issue 32: <= 10 us above the kernel on a 1,000-row matrix, and 2x scipy's
+            # product; ``out=`` no slower than a new result)
+            y = np.empty(self.shape[0], one[0]) if out is None else _plain_out(out, self._y_shape, x)
+            if y is not None:
+                one[1](one[2], one[3], one[4], x, y, *one[5])
+                return y
         run = self._bound
         if (run is not None and type(x) is np.ndarray and x.dtype == run.rdt and x.shape == self._x_shape
-                and x.flags.num & _PLAIN == _PLAIN and run.data is self.data and ops._LEVEL is None):
-            # the common call of an iterative solver, after a first product bound the float SpMV: a
-            # numpy vector of the values' dtype, the result new or in a plain ``out`` (issue 32: <= 10 us
-            # above the kernel on a 1,000-row matrix; ``out=`` no slower than a new result)
+                and x.flags.num & _PLAIN == _PLAIN and run.data is self.data and ops._LEVEL is None
+                and self._spmv[0] == numba.get_num_threads()):
+            # the same for a matrix of several chunks (the plan's thread count still in force)
             y = np.empty(self.shape[0], run.rdt) if out is None else _plain_out(out, (self.shape[0],), x)
             if y is not None:
-                if self._spmv[3]:
-                    # one chunk for every thread count: the kernel runs on this thread and launches
-                    # nothing, so it needs neither the threading guard nor the thread count
-                    run.bound(x, y)
-                    return y
-                if self._spmv[0] == numba.get_num_threads():
-                    _bound_parallel(run, x, y)
-                    return y
+                _bound_parallel(run, x, y)
+                return y
+        if self._one_chunk and self._stencil is None:
+            # (its product runs on this thread, one chunk for every thread count, and launches
+            # nothing: the threading guard, 0.65 us of a 1,000-row matrix's first product, is not needed)
+            return self._matvec(x, out)
         return self._guarded_matvec(x, out)
 
     @guarded
@@ -204,6 +219,9 @@ class PreparedMatrix:
             run(np.ascontiguousarray(x, dtype=rdt), y, bind=True)
             if run.entry is not None and ops._LEVEL is None and rdt == self.data.dtype:
                 self._bound = run  # (matvec's fast path: x of the values' own dtype)
+                if plan[3] and self._stencil is None:
+                    # one chunk for every thread count: one call for any thread (``ops.FloatSpmv.one_tail``)
+                    self._one = (rdt, run.entry, run.indptr, run.indices, run.data, run.one_tail)
         else:
             y = ops.spmv_arrays(self.indptr, self.indices, self.data, x, m, n, self.overflow, plan[1], buf)
         if out is not None:
@@ -309,6 +327,7 @@ class PreparedMatrix:
         with self._lock:
             self.data = new
             self._bound = None
+            self._one = None
             self._spmm_bound = {}
             if self._spmv is not None:
                 self._spmv[2].clear()
@@ -430,12 +449,7 @@ def prepare(A, *, overflow="raise"):
         import scipy.sparse as sp
 
         A = sp.csr_array(np.asarray(A))
-    indptr, indices, data, (m, n) = csr_parts(A)
-    data = to_numpy(data, "data")
-    data = np.ascontiguousarray(as_values(data, "data", ndim=np.ndim(data)))
-    if data.ndim != 1:
-        raise ValueError(f"data must be 1-D, got shape {data.shape}")
-    indptr, indices = index_arrays(indptr, indices, data, m, n)
+    indptr, indices, data, (m, n) = csr_arrays(A)
     stencil = _UNKNOWN
     columns = None
     same = None
