@@ -41,11 +41,14 @@ def _matrix(key):
 
 def _preparation(prepare, product):
     """(ms of ``prepare()``, ms of ``prepare()`` plus the first ``product``, a prepared matrix):
-    medians of 15, after 8 untimed ones (Python 3.11+ specializes a function's bytecode after
-    several calls: timed from the first, a 1,000-row matrix's preparation measured 12.5 / 28.8 us
-    where it takes 8.1 / 19 us from the ninth on). The preparation's cost is the second less one
-    product (the first product also makes the plan and binds the kernel)."""
-    for _ in range(8):
+    medians of 15, after 32 untimed ones, so that both are timed warm, as the products they are
+    set against are (Python 3.11+ specializes a function's bytecode after several calls: timed from
+    the first, a 1,000-row matrix's preparation measured 12.5 / 28.8 us where it takes 8.1 / 19 us
+    from the ninth on; after 8 untimed calls at the start of a process its prepare plus first
+    product still measured 14.3 us, 2.8 products, and 11.7-12.1 us, 2.2-2.3, after 32 or 1,000).
+    The preparation's cost is the second less one product (the first product also makes the plan
+    and binds the kernel)."""
+    for _ in range(32):
         product(prepare())
     alone, first = [], []
     for _ in range(15):

@@ -77,7 +77,8 @@ def shape_pair(shape):
 
 def index_arrays(indptr, indices, data, m, n, name="A"):
     """Cheap O(1) checks and dtypes; the O(nnz) checks are fused into the kernels."""
-    if not (_plain_index(indptr) and _plain_index(indices)):  # (else int_array returns them as they are)
+    plain = _plain_index(indptr) and _plain_index(indices)
+    if not plain:  # (else int_array returns them as they are)
         indptr = int_array(indptr, "indptr")
         indices = int_array(indices, "indices")
     nnz = data.shape[0]
@@ -91,6 +92,8 @@ def index_arrays(indptr, indices, data, m, n, name="A"):
         raise ValueError(f"indptr[-1] must equal the number of entries ({nnz}), got {indptr[m]}")
     if nnz == 0 and m > 1 and indptr.any():  # no entries: no kernel pass checks the offsets
         raise_invalid(indptr, indices, data, n, name)
+    if plain:  # int32 / int64 already
+        return indptr, indices
     # The kernels take int32 and int64 only: two index dtypes each, four combinations, instead of
     # the eight integer dtypes squared (each a compile of seconds on a user's first call). Narrow
     # dtypes are widened (a copy, exact); unsigned ones are viewed as signed (no copy) once no value

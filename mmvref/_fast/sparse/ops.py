@@ -344,7 +344,7 @@ class FloatSpmv:
             return
         self.kernel = K.float_kernel(self.C > 1, long_rows, short_rows)
         planned = plan_batches and short_rows
-        self.batches = np.zeros(K.batch_plan_size(E[-1], self.C) if planned else 0, np.int64)
+        self.batches = np.zeros(K.batch_plan_size(E.item(-1), self.C) if planned else 0, np.int64)
         self.batch_mode = 1 if planned else 0  # 2 once a call has recorded the plan
 
     def bound(self, xk, y):
@@ -572,10 +572,10 @@ def _row_kinds(indptr, R, long_row):
     chunk (whole rows r0+1 .. r1-1 averaging at least long_row entries: long): the kernel is
     compiled for those paths only. One chunk: in Python; several: ``row_kinds``."""
     if R.size == 2:
-        ra, rb = 1, int(R[1])
+        ra, rb = 1, R.item(1)
         if ra >= rb:
             return False, False
-        lng = int(indptr[rb]) - int(indptr[ra]) >= long_row * (rb - ra)
+        lng = indptr.item(rb) - indptr.item(ra) >= long_row * (rb - ra)
         return lng, not lng
     kinds = K.row_kinds(indptr, R, long_row)
     return bool(kinds & 1), bool(kinds & 2)

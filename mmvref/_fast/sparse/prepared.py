@@ -482,8 +482,12 @@ def prepare(A, *, overflow="raise"):
                 if ops.compact_columns_pay(n, data.shape[0], data.dtype):
                     narrow = True
     # int32 indices where they fit: 4 bytes per entry fewer to read
-    idt = np.int32 if max(m, n, data.shape[0]) < 2**31 - 1 else np.int64
-    indptr, indices = np.ascontiguousarray(indptr, dtype=idt), np.ascontiguousarray(indices, dtype=idt)
+    # (index_arrays gave contiguous int32 or int64 arrays)
+    size = 4 if max(m, n, data.shape[0]) < 2**31 - 1 else 8
+    if indptr.itemsize != size:
+        indptr = indptr.astype(np.int32 if size == 4 else np.int64)
+    if indices.itemsize != size:
+        indices = indices.astype(np.int32 if size == 4 else np.int64)
     shared = None
     if same is not None:  # runs of rows that share their columns keep them once
         shared = _shared_in_parallel(indptr, indices, same, n)
