@@ -346,6 +346,9 @@ def _prepare(m, i):
         P = m.prepare(A)
         P @ i.xl
         P @ i.xl  # (the bound product)
+        X = i.xl[:, None].repeat(F, axis=1)
+        P @ X  # (its SpMM reads them too: ``sparse._portable_spmm.shared_rows_kernel``)
+        P @ X
     for A in i.stencils:
         P = m.prepare(A)
         P @ i.xs

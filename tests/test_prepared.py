@@ -739,8 +739,8 @@ def test_compact_columns_only_where_they_fit_and_pay():
             mmvref.prepare((indptr, wrong, data, (m, n)))
 
 
-def _shared_rows_matrix(rng, n, short_stretch=False):
-    """(indptr, indices, n) of at least COMPACT_MIN_NNZ entries in runs of 1-6 consecutive rows that
+def _shared_rows_matrix(rng, n, short_stretch=False, longest_run=6):
+    """(indptr, indices, n) of at least COMPACT_MIN_NNZ entries in runs of 1-``longest_run`` consecutive rows that
     hold the same columns (a run's rows: 64-300 random columns, or a stretch ending at the last
     column); ``short_stretch``: a stretch of 1,000 rows of 0-2 entries in the middle, in runs of 4
     (its chunks take the short-row path; runs, so that the sample still finds them)."""
@@ -756,7 +756,7 @@ def _shared_rows_matrix(rng, n, short_stretch=False):
                 cols += [c] * 4
         k = int(rng.integers(64, 300))
         c = np.arange(n - k, n) if rng.random() < 0.2 else np.sort(rng.choice(n, k, replace=False))
-        for _ in range(int(rng.integers(1, 7))):
+        for _ in range(int(rng.integers(1, longest_run + 1))):
             lens.append(k)
             cols.append(c)
     indptr = np.zeros(len(lens) + 1, np.int64)
@@ -805,6 +805,38 @@ def test_shared_columns_are_read_by_the_spmv_and_give_spmvs_bits(per_thread, n, 
                 assert P._spmv[0] == 1 and P._spmv[2][(sparse_ops._LEVEL, want.dtype)][1].indices is columns
             finally:
                 numba.set_num_threads(T)
+
+
+@pytest.mark.parametrize("k", [1, 8, 24, 72])  # the scalar tail alone; the 8-column block; 16 + 8; 64 + 8
+@pytest.mark.parametrize("values, X_dtype", [(np.float32, np.float32), (np.float64, np.float64),
+                                             (np.float32, np.float64)])
+def test_shared_columns_are_read_by_the_spmm_and_give_spmms_bits(k, values, X_dtype):
+    """The SpMM of a matrix whose runs of rows share their columns reads them once per run and takes
+    a run's rows GROUP at a time (``_portable_spmm.shared_rows_kernel``; runs of 1-20 rows, so whole
+    groups, their remainders and runs cut by task borders): spmm's bits (each row's products in
+    index order, as the one-row kernel adds them), within the plain-loop bound of every column, on
+    the first product and the bound one, and after update_values."""
+    from mmvref._fast.sparse._portable_spmm import GROUP
+
+    rng = np.random.default_rng(k)
+    indptr, indices, n = _shared_rows_matrix(rng, 1 << 16, longest_run=20)
+    assert 2 * GROUP < 20
+    m = indptr.size - 1
+    data = rng.standard_normal(indices.size).astype(values)
+    X = rng.standard_normal((n, k)).astype(X_dtype)
+    A = (indptr, indices, data, (m, n))
+    P = mmvref.prepare(A)
+    assert P._shared is not None
+    want = mmvref.spmm(A, X)
+    for _ in range(2):
+        assert np.array_equal(P @ X, want)
+    if values == X_dtype:
+        assert P._spmm_bound[k].shared is P._shared  # (what the bound product read)
+    for j in {0, k // 2, k - 1}:
+        assert _within_bound(want[:, j], indptr, indices, data.astype(want.dtype), X[:, j].astype(want.dtype))
+    new = (data * 3).astype(values)
+    P.update_values(new)
+    assert np.array_equal(P @ X, mmvref.spmm((indptr, indices, new, (m, n)), X))
 
 
 @pytest.mark.parametrize("per_thread", [16, 32])

@@ -764,10 +764,11 @@ def spmm_tasks(indptr, m, nnz, k):
     return _tasks(indptr, numba.get_num_threads() * 4)
 
 
-def spmm_arrays(indptr, indices, data, D, m, n, overflow, tasks=None, out=None):
+def spmm_arrays(indptr, indices, data, D, m, n, overflow, tasks=None, out=None, shared=None):
     """O = A D from validated parts (``spmm`` and ``PreparedMatrix.matmat``: one code path); D 2-D
     with n rows. ``tasks``: ``spmm_tasks``'s (made here when None); ``out``: a C-contiguous (m, k)
-    array of the result dtype receiving O (float results only)."""
+    array of the result dtype receiving O (float results only); ``shared``: a prepared (checked)
+    matrix's ``shared_columns``, which a float product reads (``shared_rows_kernel``: the same bits)."""
     dt = np.result_type(data, D)
     rdt = result_dtype(dt)
     k = D.shape[1]
@@ -787,8 +788,12 @@ def spmm_arrays(indptr, indices, data, D, m, n, overflow, tasks=None, out=None):
     if tasks is None:
         tasks = spmm_tasks(indptr, m, nnz, k)
     bad = np.zeros(tasks.size - 1, np.bool_)
-    KM.rows_kernel(k, tasks.size > 2)(indptr, indices, np.ascontiguousarray(data, dtype=wd), Dw, k, n, res, tasks,
-                                      wd.type(0), bad)
+    if shared is not None and dt.kind == "f":
+        KM.shared_rows_kernel(k, tasks.size > 2)(indptr, shared[0], shared[1], np.ascontiguousarray(data, dtype=wd),
+                                                 Dw, k, res, tasks)
+    else:
+        KM.rows_kernel(k, tasks.size > 2)(indptr, indices, np.ascontiguousarray(data, dtype=wd), Dw, k, n, res,
+                                          tasks, wd.type(0), bad)
     if bad.any():
         raise_invalid(indptr, indices, data, n)
     res = res.reshape(m, k)
@@ -808,13 +813,25 @@ class BoundSpmm:
     (C-contiguous, aligned, writeable (n, k) of the values' dtype: the caller checks); the same
     kernel with the same arguments as ``spmm_arrays``: the same bits."""
 
-    __slots__ = ("indptr", "indices", "data", "k", "n", "tasks", "zero", "entry", "threads", "_scratch")
+    __slots__ = ("indptr", "indices", "data", "k", "n", "tasks", "zero", "entry", "threads", "_scratch", "shared")
 
-    def __init__(self, indptr, indices, data, n, k, tasks, threads):
+    def __init__(self, indptr, indices, data, n, k, tasks, threads, shared=None):
+        """``shared``: the matrix's ``shared_columns``, read by ``shared_rows_kernel`` (as ``spmm_arrays``)."""
         self.indptr, self.indices, self.data, self.n, self.k, self.tasks = indptr, indices, data, n, k, tasks
         self.threads = threads  # the thread count the tasks were made for (None: one task for any count)
         self.zero = data.dtype.type(0)
         self._scratch = threading.local()
+        self.shared = shared
+        if shared is not None:
+            kernel = KM.shared_rows_kernel(k, tasks.size > 2)
+            m = indptr.size - 1
+            args = (indptr, shared[0], shared[1], data, np.empty(n * k, data.dtype), k, np.empty(m * k, data.dtype),
+                    tasks)
+            sig = tuple(kernel.typeof_pyval(a) for a in args)  # (once a matrix and k: its product is long)
+            if sig not in kernel.overloads:
+                kernel.compile(sig)
+            self.entry = kernel.overloads[sig].entry_point
+            return
         kernel = KM.rows_kernel(k, tasks.size > 2)
         # the arguments' Numba types vary with the matrix's arrays only (X, the result and the flags
         # are plain arrays of fixed kinds, k and n Python ints): typed once per process and kinds
@@ -832,6 +849,9 @@ class BoundSpmm:
         self.entry = entry
 
     def bound(self, X, res):
+        if self.shared is not None:
+            self.entry(self.indptr, self.shared[0], self.shared[1], self.data, X.reshape(-1), self.k, res, self.tasks)
+            return
         bad = getattr(self._scratch, "bad", None)  # not read: the matrix was checked when it was prepared
         if bad is None:
             bad = self._scratch.bad = np.zeros(self.tasks.size - 1, np.bool_)

@@ -265,7 +265,7 @@ class PreparedMatrix:
             buf = None  # out overlaps X, which the kernels still read: a new result, then copied
         k = X.shape[1]
         tasks = self._spmm_tasks(k)
-        Y = ops.spmm_arrays(self.indptr, self.indices, self.data, X, m, n, self.overflow, tasks, buf)
+        Y = ops.spmm_arrays(self.indptr, self.indices, self.data, X, m, n, self.overflow, tasks, buf, self._shared)
         fl = X.flags
         if (rdt == self.data.dtype and rdt.kind == "f" and X.dtype == rdt and m and k and self.nnz
                 and fl.c_contiguous and fl.aligned and fl.writeable):  # the kinds the fast path takes (and
@@ -273,7 +273,8 @@ class PreparedMatrix:
             threads = None if ops.spmm_one_task(m, self.nnz, k) else numba.get_num_threads()
             run = self._spmm_bound.get(k)
             if run is None or run.threads != threads:  # first product with k columns, or a new thread count
-                self._spmm_bound[k] = ops.BoundSpmm(self.indptr, self.indices, self.data, n, k, tasks, threads)
+                self._spmm_bound[k] = ops.BoundSpmm(self.indptr, self.indices, self.data, n, k, tasks, threads,
+                                                    self._shared)
         if out is not None:
             if Y is not out:
                 out[...] = Y
