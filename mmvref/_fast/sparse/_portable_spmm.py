@@ -7,7 +7,7 @@ add (never fused), so results equal scipy's bit for bit.
 
 Columns go by blocks of 64, 32, 16 and 8 whose accumulator is one LLVM
 vector held in registers: each entry costs one contiguous load of the D row
-block, one multiply by the broadcast value and one add (``row_vec``, emitted
+block, one multiply by the broadcast value and one add (``group_vec``, emitted
 through ``numba.extending.intrinsic``: Numba does not run LLVM's SLP
 vectoriser, and its loop vectoriser leaves 8 columns scalar). The last k mod 8
 columns use a scalar accumulator. Measured on this machine (float32, vs a
@@ -45,67 +45,76 @@ _U = np.uint64
 _I64 = ir.IntType(64)
 
 
-def _row_vec_codegen(context, builder, sig, args):
-    ind_t, data_t, D_t = sig.args[0], sig.args[1], sig.args[2]
-    out_t = sig.args[7]
-    ind = context.make_array(ind_t)(context, builder, args[0]).data
+def _group_vec_codegen(context, builder, sig, args):
+    cols_t, data_t, D_t, out_t = sig.args[0], sig.args[1], sig.args[2], sig.args[8]
+    cols = context.make_array(cols_t)(context, builder, args[0]).data
     data = context.make_array(data_t)(context, builder, args[1]).data
     D = context.make_array(D_t)(context, builder, args[2]).data
-    out = context.make_array(out_t)(context, builder, args[7])
-    q0, q1, k, j0, o = args[3], args[4], args[5], args[6], args[8]
+    out = context.make_array(out_t)(context, builder, args[8]).data
+    c0, L, p0, k, j0, o = args[3], args[4], args[5], args[6], args[7], args[9]
     et = context.get_value_type(D_t.dtype)
-    W = sig.args[9].literal_value
+    W = sig.args[10].literal_value
+    G = sig.args[11].literal_value
     vt = ir.VectorType(et, W)
     eb = D_t.dtype.bitwidth // 8
+    signed = cols_t.dtype.signed
     is_float = isinstance(D_t.dtype, types.Float)
-    signed = ind_t.dtype.signed
-
-    acc_p = cgutils.alloca_once(builder, vt)
-    builder.store(ir.Constant(vt, None), acc_p)
+    accs = []
+    for _ in range(G):
+        p = cgutils.alloca_once(builder, vt)
+        builder.store(ir.Constant(vt, None), p)
+        accs.append(p)
     q_p = cgutils.alloca_once(builder, _I64)
-    builder.store(q0, q_p)
+    builder.store(_I64(0), q_p)
     fn = builder.function
-    bcond = fn.append_basic_block("row.cond")
-    bbody = fn.append_basic_block("row.body")
-    bend = fn.append_basic_block("row.end")
+    bcond = fn.append_basic_block("group.cond")
+    bbody = fn.append_basic_block("group.body")
+    bend = fn.append_basic_block("group.end")
     builder.branch(bcond)
     builder.position_at_end(bcond)
     q = builder.load(q_p)
-    builder.cbranch(builder.icmp_signed("<", q, q1), bbody, bend)
+    builder.cbranch(builder.icmp_signed("<", q, L), bbody, bend)
     builder.position_at_end(bbody)
-    c = builder.load(builder.gep(ind, [q], inbounds=True))
+    c = builder.load(builder.gep(cols, [builder.add(c0, q)], inbounds=True))
     if c.type.width < 64:
         c = builder.sext(c, _I64) if signed else builder.zext(c, _I64)
-    v = builder.load(builder.gep(data, [q], inbounds=True))
     row = builder.gep(D, [builder.add(builder.mul(c, k), j0)], inbounds=True)
     d = builder.load(builder.bitcast(row, vt.as_pointer()), align=eb)
-    vs = builder.insert_element(ir.Constant(vt, ir.Undefined), v, ir.IntType(32)(0))
-    vs = builder.shuffle_vector(vs, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), W),
-                                                                               [0] * W))
-    acc = builder.load(acc_p)
-    if is_float:  # separate multiply and add: no contraction, the scalar rounding of every lane
-        acc = builder.fadd(acc, builder.fmul(vs, d))
-    else:
-        acc = builder.add(acc, builder.mul(vs, d))
-    builder.store(acc, acc_p)
+    splat = ir.Constant(ir.VectorType(ir.IntType(32), W), [0] * W)
+    for i, acc_p in enumerate(accs):
+        # row i of the group: its entry q at p0 + i L + q (the rows of a run hold L entries each)
+        v = builder.load(builder.gep(data, [builder.add(builder.add(p0, builder.mul(L, _I64(i))), q)],
+                                     inbounds=True))
+        vs = builder.insert_element(ir.Constant(vt, ir.Undefined), v, ir.IntType(32)(0))
+        vs = builder.shuffle_vector(vs, ir.Constant(vt, ir.Undefined), splat)
+        if is_float:  # separate multiply and add: no contraction, the scalar rounding of every lane
+            acc = builder.fadd(builder.load(acc_p), builder.fmul(vs, d))
+        else:
+            acc = builder.add(builder.load(acc_p), builder.mul(vs, d))
+        builder.store(acc, acc_p)
     builder.store(builder.add(q, _I64(1)), q_p)
     builder.branch(bcond)
     builder.position_at_end(bend)
-    dst = builder.gep(out.data, [o], inbounds=True)
-    builder.store(builder.load(acc_p), builder.bitcast(dst, vt.as_pointer()), align=eb)
+    for i, acc_p in enumerate(accs):
+        dst = builder.gep(out, [builder.add(o, builder.mul(k, _I64(i)))], inbounds=True)
+        builder.store(builder.load(acc_p), builder.bitcast(dst, vt.as_pointer()), align=eb)
     return context.get_dummy_value()
 
 
 @intrinsic
-def row_vec(typingctx, ind, data, D, q0, q1, k, j0, out, o, width):
-    """out[o : o + width] = sum_{q0 <= q < q1} data[q] * D[ind[q] * k + j0 : ind[q] * k + j0 + width]
-    with a width-lane register accumulator (entries in index order). The caller
-    guarantees 0 <= q0 <= q1 <= len(ind) and every ind[q] in [0, n); data, D and
-    out share one dtype (float32, float64 or int64); width is a literal."""
-    if not isinstance(width, types.IntegerLiteral):
+def group_vec(typingctx, cols, data, D, c0, L, p0, k, j0, out, o, width, group):
+    """For the ``group`` consecutive rows i of one run, whose L entries each start at p0 + i L and
+    whose columns are cols[c0 : c0 + L]: out[o + i k : o + i k + width] = sum over q of
+    data[p0 + i L + q] * D[cols[c0 + q] * k + j0 : ... + width], one width-lane register
+    accumulator a row, entries in index order, a multiply then an add; each D row block is loaded
+    once for the group. A group of 1 with c0 = p0 is one CSR row (``rows_kernel``). Data, D and out
+    of one dtype (float32, float64 or int64); the caller guarantees every position and column in
+    range; width and group are literals."""
+    if not (isinstance(width, types.IntegerLiteral) and isinstance(group, types.IntegerLiteral)):
         return None
-    sig = types.void(ind, data, D, types.int64, types.int64, types.int64, types.int64, out, types.int64, width)
-    return sig, _row_vec_codegen
+    sig = types.void(cols, data, D, types.int64, types.int64, types.int64, types.int64, types.int64, out,
+                     types.int64, width, group)
+    return sig, _group_vec_codegen
 
 
 def rows_kernel(k, parallel):
@@ -159,16 +168,16 @@ def _make_rows(b64, b32, b16, b8, tail, parallel):
                 j0 = np.int64(0)
                 if b64:
                     while k64 - j0 >= 64:
-                        row_vec(indices, data, Df, q0, q1, k64, j0, out, o + j0, 64)
+                        group_vec(indices, data, Df, q0, q1 - q0, q0, k64, j0, out, o + j0, 64, 1)
                         j0 += 64
                 if b32:
-                    row_vec(indices, data, Df, q0, q1, k64, j0, out, o + j0, 32)
+                    group_vec(indices, data, Df, q0, q1 - q0, q0, k64, j0, out, o + j0, 32, 1)
                     j0 += 32
                 if b16:
-                    row_vec(indices, data, Df, q0, q1, k64, j0, out, o + j0, 16)
+                    group_vec(indices, data, Df, q0, q1 - q0, q0, k64, j0, out, o + j0, 16, 1)
                     j0 += 16
                 if b8:
-                    row_vec(indices, data, Df, q0, q1, k64, j0, out, o + j0, 8)
+                    group_vec(indices, data, Df, q0, q1 - q0, q0, k64, j0, out, o + j0, 8, 1)
                     j0 += 8
                 if tail:
                     nt = k64 - j0
@@ -194,72 +203,6 @@ def _make_rows(b64, b32, b16, b8, tail, parallel):
 #: kernel: 3.5-4.3 / 3.7-4.3); b-64 r-2 k = 256 float64 321-331 -> 259-262 / 834-857 -> 661 (753-776 /
 #: 908-932); b-64 r-2 k = 16 float64 12.8 / 20.9 against 13.2 / 19.4 (34-39 / 34)
 GROUP = 8
-
-
-def _group_vec_codegen(context, builder, sig, args):
-    cols_t, data_t, D_t, out_t = sig.args[0], sig.args[1], sig.args[2], sig.args[8]
-    cols = context.make_array(cols_t)(context, builder, args[0]).data
-    data = context.make_array(data_t)(context, builder, args[1]).data
-    D = context.make_array(D_t)(context, builder, args[2]).data
-    out = context.make_array(out_t)(context, builder, args[8]).data
-    c0, L, p0, k, j0, o = args[3], args[4], args[5], args[6], args[7], args[9]
-    et = context.get_value_type(D_t.dtype)
-    W = sig.args[10].literal_value
-    G = sig.args[11].literal_value
-    vt = ir.VectorType(et, W)
-    eb = D_t.dtype.bitwidth // 8
-    signed = cols_t.dtype.signed
-    accs = []
-    for _ in range(G):
-        p = cgutils.alloca_once(builder, vt)
-        builder.store(ir.Constant(vt, None), p)
-        accs.append(p)
-    q_p = cgutils.alloca_once(builder, _I64)
-    builder.store(_I64(0), q_p)
-    fn = builder.function
-    bcond = fn.append_basic_block("group.cond")
-    bbody = fn.append_basic_block("group.body")
-    bend = fn.append_basic_block("group.end")
-    builder.branch(bcond)
-    builder.position_at_end(bcond)
-    q = builder.load(q_p)
-    builder.cbranch(builder.icmp_signed("<", q, L), bbody, bend)
-    builder.position_at_end(bbody)
-    c = builder.load(builder.gep(cols, [builder.add(c0, q)], inbounds=True))
-    if c.type.width < 64:
-        c = builder.sext(c, _I64) if signed else builder.zext(c, _I64)
-    row = builder.gep(D, [builder.add(builder.mul(c, k), j0)], inbounds=True)
-    d = builder.load(builder.bitcast(row, vt.as_pointer()), align=eb)
-    splat = ir.Constant(ir.VectorType(ir.IntType(32), W), [0] * W)
-    for i, acc_p in enumerate(accs):
-        # row i of the group: its entry q at p0 + i L + q (the rows of a run hold L entries each)
-        v = builder.load(builder.gep(data, [builder.add(builder.add(p0, builder.mul(L, _I64(i))), q)],
-                                     inbounds=True))
-        vs = builder.insert_element(ir.Constant(vt, ir.Undefined), v, ir.IntType(32)(0))
-        vs = builder.shuffle_vector(vs, ir.Constant(vt, ir.Undefined), splat)
-        builder.store(builder.fadd(builder.load(acc_p), builder.fmul(vs, d)), acc_p)  # (no contraction)
-    builder.store(builder.add(q, _I64(1)), q_p)
-    builder.branch(bcond)
-    builder.position_at_end(bend)
-    for i, acc_p in enumerate(accs):
-        dst = builder.gep(out, [builder.add(o, builder.mul(k, _I64(i)))], inbounds=True)
-        builder.store(builder.load(acc_p), builder.bitcast(dst, vt.as_pointer()), align=eb)
-    return context.get_dummy_value()
-
-
-@intrinsic
-def group_vec(typingctx, cols, data, D, c0, L, p0, k, j0, out, o, width, group):
-    """For the ``group`` consecutive rows i of one run, whose L entries each start at p0 + i L and
-    whose columns are cols[c0 : c0 + L]: out[o + i k : o + i k + width] = sum over q of
-    data[p0 + i L + q] * D[cols[c0 + q] * k + j0 : ... + width], one width-lane register
-    accumulator a row, entries in index order, a multiply then an add (as ``row_vec``: the same
-    bits); each D row block is loaded once for the group. Float data, D and out of one dtype; the
-    caller guarantees every position and column in range; width and group are literals."""
-    if not (isinstance(width, types.IntegerLiteral) and isinstance(group, types.IntegerLiteral)):
-        return None
-    sig = types.void(cols, data, D, types.int64, types.int64, types.int64, types.int64, types.int64, out,
-                     types.int64, width, group)
-    return sig, _group_vec_codegen
 
 
 def shared_rows_kernel(k, parallel):
