@@ -807,7 +807,7 @@ def test_shared_columns_are_read_by_the_spmv_and_give_spmvs_bits(per_thread, n, 
                 numba.set_num_threads(T)
 
 
-@pytest.mark.parametrize("k", [1, 8, 24, 72])  # the scalar tail alone; the 8-column block; 16 + 8; 64 + 8
+@pytest.mark.parametrize("k", [1, 5, 8, 24, 79])  # a tail block alone (1, 5 columns); 8; 16 + 8; 64 + 8 + 7
 @pytest.mark.parametrize("values, X_dtype", [(np.float32, np.float32), (np.float64, np.float64),
                                              (np.float32, np.float64)])
 def test_shared_columns_are_read_by_the_spmm_and_give_spmms_bits(k, values, X_dtype):

@@ -53,9 +53,9 @@ def variant(factory, *consts, name=None):
 
 
 def flag_name(prefix, names, flags):
-    """``prefix`` and the names of the flags that are set, joined by '_' (a variant's attribute
-    name, e.g. ``rows_b64_tail``)."""
-    return prefix + "_".join(n for n, on in zip(names, flags) if on)
+    """``prefix`` and the names of the flags that are set, joined by '_', an integer flag's value
+    after its name (a variant's attribute name, e.g. ``rows_b64_tail3``)."""
+    return prefix + "_".join(f"{n}{on}" if type(on) is int else n for n, on in zip(names, flags) if on)
 
 
 class TaskBody:

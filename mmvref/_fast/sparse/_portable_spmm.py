@@ -5,14 +5,18 @@ in index order into a private accumulator: every lane j of row r does
 out[r, j] = (((0 + a_1 D[c_1, j]) + a_2 D[c_2, j]) + ...), a multiply then an
 add (never fused), so results equal scipy's bit for bit.
 
-Columns go by blocks of 64, 32, 16 and 8 whose accumulator is one LLVM
-vector held in registers: each entry costs one contiguous load of the D row
-block, one multiply by the broadcast value and one add (``group_vec``, emitted
-through ``numba.extending.intrinsic``: Numba does not run LLVM's SLP
-vectoriser, and its loop vectoriser leaves 8 columns scalar). The last k mod 8
-columns use a scalar accumulator. Measured on this machine (float32, vs a
-k-wide accumulator array with the column loop vectorised): sparse-attention
-b=64 k=8 17 vs 69 ms, k=64 72 vs 118 ms; power-law k=8 1.8 vs 3.3 ms.
+Columns go by blocks of 64, 32, 16 and 8, then one block of the last k mod 8,
+whose accumulator is one LLVM vector held in registers: each entry costs one
+contiguous load of the D row block, one multiply by the broadcast value and
+one add (``group_vec``, emitted through ``numba.extending.intrinsic``: Numba
+does not run LLVM's SLP vectoriser, and its loop vectoriser leaves 8 columns
+scalar). Measured on this machine (float32, vs a k-wide accumulator array
+with the column loop vectorised): sparse-attention b=64 k=8 17 vs 69 ms, k=64
+72 vs 118 ms; power-law k=8 1.8 vs 3.3 ms. The last k mod 8 columns took a
+scalar accumulator in memory until session 18, a loop of k mod 8 per entry:
+power-law 1M float32 k = 7 70 -> 28 ms (``torch.sparse.mm`` 26-28), k = 3 15
+-> 13 ms, uniform 1M float64 k = 3 39 -> 18 ms; attention b-16 r-8 float32
+k = 4 23 -> 4.6 ms (torch 4.2), k = 1 23 -> 4.4 ms (torch 4.9).
 
 Structure checks are fused: a row whose offsets are out of order or past nnz,
 or whose column indices leave [0, n) (a min and a max over the row before its
@@ -120,11 +124,12 @@ def group_vec(typingctx, cols, data, D, c0, L, p0, k, j0, out, o, width, group):
 def rows_kernel(k, parallel):
     """The kernel for k columns: ``rows(indptr, indices, data, Df, k, n, out, tasks, zero, bad)``,
     out[r, :] = sum over the row's entries q of data[q] * D[indices[q], :], columns by register
-    blocks of 64 (as many as k holds), then 32, 16 and 8, the last k mod 8 by a scalar
-    accumulator. Only the blocks k needs are compiled (one kernel per such set of blocks and
-    flavour, ``parallel`` or serial: at most 32; a first call compiles one), and those blocks
-    are compiled unconditionally: no test of k per row."""
-    key = (k >= 64, k % 64 >= 32, k % 32 >= 16, k % 16 >= 8, k % 8 > 0, bool(parallel))
+    blocks of 64 (as many as k holds), then 32, 16 and 8, then one block of the last k mod 8
+    (a literal width: LLVM splits a 3-, 5-, 6- or 7-lane vector into the machine's pieces). Only
+    the blocks k needs are compiled (one kernel per such set of blocks and flavour, ``parallel``
+    or serial; a first call compiles one), and those blocks are compiled unconditionally: no
+    test of k per row."""
+    key = (k >= 64, k % 64 >= 32, k % 32 >= 16, k % 16 >= 8, k % 8, bool(parallel))
     return variant(_make_rows, *key, name=flag_name("rows_", _BLOCK_NAMES, key))
 
 
@@ -139,11 +144,8 @@ def _make_rows(b64, b32, b16, b8, tail, parallel):
         if parallel:  # referenced, so that it is a cell: part of the cache key
             pass
         nnz = indices.size
-        uk = _U(k)
         k64 = np.int64(k)
         for t in prange(tasks.size - 1):
-            if tail:
-                acc = np.empty(8, out.dtype)
             for r in range(tasks[t], tasks[t + 1]):
                 # a row whose offsets are out of order or past nnz, or whose column indices
                 # leave [0, n) (a min and a max in the index dtype, vectorised, no branch per
@@ -180,16 +182,7 @@ def _make_rows(b64, b32, b16, b8, tail, parallel):
                     group_vec(indices, data, Df, q0, q1 - q0, q0, k64, j0, out, o + j0, 8, 1)
                     j0 += 8
                 if tail:
-                    nt = k64 - j0
-                    for j in range(nt):
-                        acc[j] = zero
-                    for q in range(_U(q0), _U(q1)):
-                        v = data[q]
-                        base = _U(indices[q]) * uk + _U(j0)
-                        for j in range(nt):
-                            acc[j] += v * Df[base + _U(j)]
-                    for j in range(nt):
-                        out[_U(o + j0 + j)] = acc[j]
+                    group_vec(indices, data, Df, q0, q1 - q0, q0, k64, j0, out, o + j0, tail, 1)
 
     return njit(cache=True, parallel=parallel)(rows)
 
@@ -213,7 +206,7 @@ def shared_rows_kernel(k, parallel):
     products are added in index order, a multiply then an add, as ``rows_kernel`` adds them: the
     same bits. The structure was checked when the matrix was prepared: no check here. The column
     blocks as ``rows_kernel`` (the same flags, one kernel per set of blocks and flavour)."""
-    key = (k >= 64, k % 64 >= 32, k % 32 >= 16, k % 16 >= 8, k % 8 > 0, bool(parallel))
+    key = (k >= 64, k % 64 >= 32, k % 32 >= 16, k % 16 >= 8, k % 8, bool(parallel))
     return variant(_make_shared_rows, *key, name=flag_name("shared_rows_", _BLOCK_NAMES, key))
 
 
@@ -221,11 +214,8 @@ def _make_shared_rows(b64, b32, b16, b8, tail, parallel):
     def rows(indptr, cols, starts, data, Df, k, out, tasks):
         if parallel:  # referenced, so that it is a cell: part of the cache key
             pass
-        uk = _U(k)
         k64 = np.int64(k)
         for t in prange(tasks.size - 1):
-            if tail:
-                acc = np.empty(8, out.dtype)
             r = np.int64(tasks[t])
             r1 = np.int64(tasks[t + 1])
             while r < r1:
@@ -263,18 +253,10 @@ def _make_shared_rows(b64, b32, b16, b8, tail, parallel):
                         group_vec(cols, data, Df, c0, L, p0, k64, j0, out, o + j0, 8, 1)
                     j0 += 8
                 if tail:
-                    nt = k64 - j0
-                    for i in range(g):
-                        pi = p0 + i * L
-                        for j in range(nt):
-                            acc[j] = 0
-                        for q in range(_U(0), _U(L)):
-                            v = data[_U(pi) + q]
-                            base = _U(cols[_U(c0) + q]) * uk + _U(j0)
-                            for j in range(nt):
-                                acc[j] += v * Df[base + _U(j)]
-                        for j in range(nt):
-                            out[_U(o + i * k64 + j0 + j)] = acc[j]
+                    if g == GROUP:
+                        group_vec(cols, data, Df, c0, L, p0, k64, j0, out, o + j0, tail, GROUP)
+                    else:
+                        group_vec(cols, data, Df, c0, L, p0, k64, j0, out, o + j0, tail, 1)
                 r += g
 
     return njit(cache=True, parallel=parallel)(rows)
