@@ -229,6 +229,26 @@ def test_spmm_serial_and_parallel_kernels(k, serial_cost):
     np.testing.assert_array_equal(got, _spmm_oracle(A, D, np.dtype(np.float32)))
 
 
+@pytest.mark.native_only
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_spmm_kernel_for_every_k_gives_the_oracles_bits(dtype):
+    """``ops.spmm_into_any_k`` (mmvref.pyg's fused sums): one kernel whose blocks are taken by
+    the columns left; every k from 1 to 20 and wider ones, serial (one task) and parallel tasks."""
+    from mmvref._fast.sparse.ops import spmm_into_any_k
+
+    rng = np.random.default_rng(5)
+    A = sp.random(70, 50, 0.1, format="csr", random_state=5, dtype=dtype)
+    A.indptr = A.indptr.astype(np.int64)
+    A.indices = A.indices.astype(np.int32)
+    for k in list(range(1, 21)) + [37, 64, 85, 130]:
+        D = rng.standard_normal((50, k)).astype(dtype)
+        want = _spmm_oracle(A, D, np.dtype(dtype))
+        for tasks in (np.array([0, 70]), np.array([0, 9, 30, 31, 70])):
+            out = np.full((70, k), np.nan, dtype)
+            spmm_into_any_k(A.indptr, A.indices, A.data, D, out, tasks)
+            np.testing.assert_array_equal(out, want, err_msg=f"k={k} tasks={tasks}")
+
+
 def _spgemm_oracle(A, B, rdt):
     rows = []
     for r in range(A.shape[0]):

@@ -71,7 +71,7 @@ def _oracle(ei, x, w, reduce, n_dst):
 
 @settings(deadline=None)
 @given(seed=st.integers(0, 2**16), n_src=st.integers(0, 9), n_dst=st.integers(0, 9), E=st.integers(0, 40),
-       feats=st.sampled_from([(1,), (3,), (8,), (2, 3)]), weights=st.sampled_from(["none", "edge", "head"]),
+       feats=st.sampled_from([(1,), (3,), (8,), (2, 3), (37,), (85,)]), weights=st.sampled_from(["none", "edge", "head"]),
        reduce=st.sampled_from(["sum", "mean", "max", "min"]), dtype=st.sampled_from([torch.float32, torch.float64]))
 def test_fused_product_and_gradients_match_the_loop_oracle(seed, n_src, n_dst, E, feats, weights, reduce, dtype):
     if n_src == 0 or n_dst == 0:

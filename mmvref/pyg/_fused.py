@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from .._fast.sparse import _portable_gspmm as kernels
+from .._fast.sparse.ops import spmm_into_any_k
 from ._graph import Graph
 
 __all__ = ["gspmm"]
@@ -34,13 +35,14 @@ def _w2(w, E: int, heads: int, dtype) -> np.ndarray:
 
 
 def _sum(csr, w, w2, heads, x, out) -> None:
-    """out = the weighted sum over ``csr``'s rows, by the kernel of the weights' layout: none, one
-    per edge (``w`` 1-D: GCN, GraphConv, an adjacency's values) or one per edge and head (``w``
-    2-D: GAT's alpha, one head included)."""
-    if w is None:
-        kernels.gspmm_sum_plain(csr.tasks(), csr.indptr, csr.col, x, out)
-    elif w.dim() == 1:
-        kernels.gspmm_sum_edge_weights(csr.tasks(), csr.indptr, csr.col, csr.perm, w2, x, out)
+    """out = the weighted sum over ``csr``'s rows. No weight (SAGE, GIN) or one per edge (``w`` 1-D:
+    GCN, GraphConv, an adjacency's values): the SpMM of the CSR with values 1 or the weights in CSR
+    order (``sparse.ops.spmm_into_any_k``, the prepared SpMM's kernel: each row's products in CSR
+    order into register accumulators; a weight of 1 multiplies exactly). One weight per edge and
+    head (``w`` 2-D: GAT's alpha, one head included): ``gspmm_sum_head_weights``."""
+    if w is None or w.dim() == 1:
+        values = csr.ones(x.dtype) if w is None else w2[:, 0][csr.perm]
+        spmm_into_any_k(csr.indptr, csr.col, values, x, out, csr.tasks())
     else:
         kernels.gspmm_sum_head_weights(csr.tasks(), csr.indptr, csr.col, csr.perm, w2, heads, x, out)
 

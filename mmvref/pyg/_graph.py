@@ -34,13 +34,21 @@ class Csr:
     """Edges as CSR by one endpoint: ``indptr`` (int64, n_rows + 1), ``col`` (the other endpoint per
     entry, int32), ``perm`` (the edge id per entry, int32); row tasks per thread count."""
 
-    __slots__ = ("n_rows", "n_cols", "indptr", "col", "perm", "_tasks", "_torch_order")
+    __slots__ = ("n_rows", "n_cols", "indptr", "col", "perm", "_tasks", "_torch_order", "_ones")
 
     def __init__(self, n_rows, n_cols, indptr, col, perm):
         self.n_rows, self.n_cols = n_rows, n_cols
         self.indptr, self.col, self.perm = indptr, col, perm
         self._tasks = {}
         self._torch_order = None
+        self._ones = {}
+
+    def ones(self, dtype: np.dtype) -> np.ndarray:
+        """A value of 1 per entry in ``dtype`` (the unweighted sum's SpMM values), made once."""
+        v = self._ones.get(dtype)
+        if v is None:
+            v = self._ones[dtype] = np.ones(self.col.shape[0], dtype)
+        return v
 
     def torch_order(self):
         """(edge ids in CSR order as an int64 tensor, the row offsets as a tensor, a bool mask of
@@ -54,7 +62,7 @@ class Csr:
 
     @property
     def nbytes(self) -> int:
-        n = self.indptr.nbytes + self.col.nbytes + self.perm.nbytes
+        n = self.indptr.nbytes + self.col.nbytes + self.perm.nbytes + sum(v.nbytes for v in self._ones.values())
         if self._torch_order is not None:
             n += self._torch_order[0].numel() * 8 + (0 if self._torch_order[2] is None else self.n_rows)
         return n

@@ -7,7 +7,11 @@ the source rows of x into the destination rows of out, the E x F messages never 
 
 The graph arrives as CSR by destination (``indptr``, ``col`` = src per entry, ``perm`` = the
 original edge id of each entry, so weights and weight gradients stay in the caller's edge order).
-The transposed product (the features' gradient) is the same kernel over the CSR by source.
+The transposed product (the features' gradient) is the same kernel over the CSR by source. The
+unweighted sum and the sum with one weight per edge are SpMMs (values 1, or the weights in CSR
+order) and run the prepared SpMM's kernel (``ops.spmm_into_any_k``: register accumulators, 1.6-3x
+the loop over an output row in memory that was here before, the same bits); this module keeps the
+sum with a weight per edge and head (GAT), max/min and the weights' gradient.
 
 Rows in parallel, in tasks of about equal entries (``tasks``: row boundaries, so power-law rows
 do not leave a thread idle); each row is accumulated in order into its own output row, a multiply
@@ -27,8 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["csr_by_key", "row_tasks", "gspmm_sum_plain", "gspmm_sum_edge_weights",
-           "gspmm_sum_head_weights", "gspmm_extreme", "gspmm_extreme_weighted",
+__all__ = ["csr_by_key", "row_tasks", "gspmm_sum_head_weights", "gspmm_extreme", "gspmm_extreme_weighted",
            "gspmm_extreme_backward", "gspmm_extreme_backward_weighted", "sddmm"]
 
 
@@ -79,13 +82,6 @@ def row_tasks(indptr, n_tasks):
     return bounds
 
 
-@njit(cache=True)
-def _axpy(o, a, xr):
-    """o += a * xr over whole rows."""
-    for f in range(o.shape[0]):
-        o[f] += a * xr[f]
-
-
 @njit(cache=True, fastmath={"reassoc", "contract"})
 def _dot(a, b):
     """<a, b> (views of equal length >= 1), reassociated so that it vectorises (an in-order sum
@@ -98,40 +94,11 @@ def _dot(a, b):
 
 
 @njit(parallel=True, cache=True)
-def gspmm_sum_plain(tasks, indptr, col, x, out):
-    """Sum of the source rows (a mean divides it afterwards, as PyG does): out[i] = sum of x[src]
-    over row i's entries, in CSR order; ``out`` (n_rows, F), overwritten. The weighted sums are
-    kernels of their own (``gspmm_sum_edge_weights``, ``gspmm_sum_head_weights``): a first step
-    compiles only its own, and a parallel kernel's -O3 compile time grows fast with its code."""
-    F = x.shape[1]
-    for t in prange(tasks.shape[0] - 1):
-        for i in range(tasks[t], tasks[t + 1]):
-            o = out[i]
-            for f in range(F):
-                o[f] = 0
-            for p in range(indptr[i], indptr[i + 1]):
-                xr = x[col[p]]
-                for f in range(F):
-                    o[f] += xr[f]
-
-
-@njit(parallel=True, cache=True)
-def gspmm_sum_edge_weights(tasks, indptr, col, perm, w, x, out):
-    """``gspmm_sum_plain`` with one weight per edge (``w`` (E, 1)): out[i] = sum of w_e * x[src_e]."""
-    F = x.shape[1]
-    for t in prange(tasks.shape[0] - 1):
-        for i in range(tasks[t], tasks[t + 1]):
-            o = out[i]
-            for f in range(F):
-                o[f] = 0
-            for p in range(indptr[i], indptr[i + 1]):
-                _axpy(o, w[perm[p], 0], x[col[p]])
-
-
-@njit(parallel=True, cache=True)
 def gspmm_sum_head_weights(tasks, indptr, col, perm, w, heads, x, out):
-    """``gspmm_sum_plain`` with one weight per edge and head (``w`` (E, heads), heads | F: GAT's
-    alpha): out[i, f] = sum of w[e, f // C] * x[src_e, f]."""
+    """The sum with one weight per edge and head (``w`` (E, heads), heads | F: GAT's alpha):
+    out[i, f] = sum of w[e, f // C] * x[src_e, f], each row in CSR order, ``out`` (n_rows, F)
+    overwritten. (The unweighted sum and the sum with one weight per edge are the prepared
+    SpMM's kernel: ``ops.spmm_into_any_k``.)"""
     F = x.shape[1]
     C = F // heads
     for t in prange(tasks.shape[0] - 1):

@@ -128,15 +128,21 @@ def rows_kernel(k, parallel):
     (a literal width: LLVM splits a 3-, 5-, 6- or 7-lane vector into the machine's pieces). Only
     the blocks k needs are compiled (one kernel per such set of blocks and flavour, ``parallel``
     or serial; a first call compiles one), and those blocks are compiled unconditionally: no
-    test of k per row."""
-    key = (k >= 64, k % 64 >= 32, k % 32 >= 16, k % 16 >= 8, k % 8, bool(parallel))
-    return variant(_make_rows, *key, name=flag_name("rows_", _BLOCK_NAMES, key))
+    test of k per row. ``k=None``: one kernel for every k (the fused message passing of
+    ``mmvref.pyg``, whose feature widths a precompile cannot know), every block compiled and
+    taken by a test of the columns left, the last k mod 8 by blocks of 4, 2 and 1: the same
+    bits (a column's sum does not depend on the block that holds it)."""
+    if k is None:
+        key = (True, True, True, True, 0, bool(parallel), True)
+    else:
+        key = (k >= 64, k % 64 >= 32, k % 32 >= 16, k % 16 >= 8, k % 8, bool(parallel), False)
+    return variant(_make_rows, *key, name=flag_name("rows_", _BLOCK_NAMES + ("any_k",), key))
 
 
 _BLOCK_NAMES = ("b64", "b32", "b16", "b8", "tail", "parallel")
 
 
-def _make_rows(b64, b32, b16, b8, tail, parallel):
+def _make_rows(b64, b32, b16, b8, tail, parallel, any_k):
     # the flags are closure cells: Numba keys its cache on their values and prunes the blocks
     # they turn off before typing; the row check is spelled out (Numba's inlining of a helper
     # costs more compile time than its code)
@@ -172,17 +178,26 @@ def _make_rows(b64, b32, b16, b8, tail, parallel):
                     while k64 - j0 >= 64:
                         group_vec(indices, data, Df, q0, q1 - q0, q0, k64, j0, out, o + j0, 64, 1)
                         j0 += 64
-                if b32:
+                if b32 and (not any_k or k64 - j0 >= 32):
                     group_vec(indices, data, Df, q0, q1 - q0, q0, k64, j0, out, o + j0, 32, 1)
                     j0 += 32
-                if b16:
+                if b16 and (not any_k or k64 - j0 >= 16):
                     group_vec(indices, data, Df, q0, q1 - q0, q0, k64, j0, out, o + j0, 16, 1)
                     j0 += 16
-                if b8:
+                if b8 and (not any_k or k64 - j0 >= 8):
                     group_vec(indices, data, Df, q0, q1 - q0, q0, k64, j0, out, o + j0, 8, 1)
                     j0 += 8
                 if tail:
                     group_vec(indices, data, Df, q0, q1 - q0, q0, k64, j0, out, o + j0, tail, 1)
+                if any_k:
+                    if k64 - j0 >= 4:
+                        group_vec(indices, data, Df, q0, q1 - q0, q0, k64, j0, out, o + j0, 4, 1)
+                        j0 += 4
+                    if k64 - j0 >= 2:
+                        group_vec(indices, data, Df, q0, q1 - q0, q0, k64, j0, out, o + j0, 2, 1)
+                        j0 += 2
+                    if k64 - j0 >= 1:
+                        group_vec(indices, data, Df, q0, q1 - q0, q0, k64, j0, out, o + j0, 1, 1)
 
     return njit(cache=True, parallel=parallel)(rows)
 

@@ -804,6 +804,18 @@ def spmm_arrays(indptr, indices, data, D, m, n, overflow, tasks=None, out=None, 
     return res if out is None else out
 
 
+def spmm_into_any_k(indptr, indices, data, D, out, tasks):
+    """out = A D for a float CSR whose structure its builder made valid (``mmvref.pyg``'s graphs)
+    and row ``tasks`` of the caller's: ``spmm_arrays``'s products and bits, by the kernel compiled
+    once for every k (``rows_kernel(None, ...)``: a graph's feature widths are not known when a
+    precompile runs). data, D (n, k) and out (m, k) of one float dtype, D and out C-contiguous."""
+    bad = np.zeros(tasks.size - 1, np.bool_)
+    KM.rows_kernel(None, tasks.size > 2)(indptr, indices, data, D.reshape(-1), D.shape[1], D.shape[0],
+                                         out.reshape(-1), tasks, data.dtype.type(0), bad)
+    if bad.any():
+        raise_invalid(indptr, indices, data, D.shape[0])
+
+
 class BoundSpmm:
     """The float SpMM of one checked matrix for k columns of its values' dtype over one set of row
     tasks: ``spmm_arrays``'s kernel call with its compiled entry point bound (Numba's dispatcher
