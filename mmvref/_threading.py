@@ -313,6 +313,35 @@ def _settle():
     return _mode
 
 
+def hold_one_thread() -> int:
+    """In a child forked under the omp layer (``_child_one_thread``): Numba's thread count of this
+    thread, which is set to 1 for the op, or 0 when it is 1 already. GNU OpenMP's pool does not
+    survive the fork: a region of two threads hangs the child (measured: a scan of 2e7 values after
+    ``numba.set_num_threads(2)`` in a forked child never returned), so the op runs on one thread
+    whatever the count, and the first such op warns. The caller puts the count back after the op
+    (``numba.set_num_threads(n)``, n > 0)."""
+    import numba
+
+    n = numba.get_num_threads()
+    if n == 1:
+        return 0
+    global _warned_child_threads
+    if not _warned_child_threads:
+        _warned_child_threads = True
+        import warnings
+
+        warnings.warn(f"mmvref runs its ops on one thread in this process, not the {n} set by "
+                      f"numba.set_num_threads: it was forked after Numba's GNU OpenMP layer ('omp') started, "
+                      f"and that layer's threads do not survive a fork (two would hang the process). "
+                      f"Start workers with the 'spawn' or 'forkserver' method, or install TBB "
+                      f"(mmvref[tbb]), for parallel ops in child processes.", RuntimeWarning, stacklevel=3)
+    numba.set_num_threads(1)
+    return n
+
+
+_warned_child_threads = False
+
+
 def _forked_omp_error(name):
     return RuntimeError(
         f"mmvref.{name}: this process was forked from one that had already started Numba's GNU OpenMP "
@@ -355,8 +384,10 @@ def guarded(fn):
     """Decorator for a public fast op. The outermost op call of a thread passes a
     gate: one op at a time while the layer is workqueue (it aborts the process on
     concurrent launches), any number otherwise; none while a fork waits for the
-    ops in flight. Refuses (RuntimeError) in a child forked after the omp layer
-    started. A public op may call another (it passes straight through)."""
+    ops in flight. In a child forked after the omp layer started: one thread for
+    the op whatever Numba's count (``hold_one_thread``), or a RuntimeError where
+    Numba's omp library could not be re-armed. A public op may call another (it
+    passes straight through)."""
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
@@ -367,13 +398,22 @@ def guarded(fn):
             raise _forked_omp_error(fn.__name__)
         _enter(mode == "exclusive")
         _tls.depth = 1
+        threads = hold_one_thread() if _child_one_thread else 0
         try:
             return fn(*args, **kwargs)
         finally:
+            if threads:
+                _set_threads(threads)
             _tls.depth = 0
             _leave()
 
     return op
+
+
+def _set_threads(n):
+    import numba
+
+    numba.set_num_threads(n)
 
 
 def _policy(layer, torch_threads):

@@ -12,7 +12,9 @@ wrong (a wrong result, "killed by signal N", "hang"). Inputs are integers (or
 integer valued floats), so every result is exact whatever the summation order,
 and are large enough (n = 2**20) for the kernels to run in parallel. The "torch"
 run imports torch and starts its OpenMP team first: mmvref's kernels then run
-on torch's threads (the omp layer), and a forked child on one thread.
+on torch's threads (the omp layer), and a forked child on one thread, even where
+the child raises Numba's thread count (``fork_raised_threads``: under omp that
+hung the child before the guard held its ops to one thread).
 """
 from __future__ import annotations
 
@@ -90,13 +92,13 @@ SCRIPT = textwrap.dedent(r'''
             return f"killed by signal {os.WTERMSIG(st)}"
         return f"exit status {os.WEXITSTATUS(st)}"
 
-    def s_os_fork():
+    def s_os_fork(child=lambda: check(1)):
         rd, wr = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(rd)
             try:
-                msg = check(1)
+                msg = child()
             except BaseException as e:  # anything: report it, never return into the parent's code
                 msg = f"error {type(e).__name__}: {e}"
             os.write(wr, msg.encode())
@@ -114,6 +116,47 @@ SCRIPT = textwrap.dedent(r'''
         msg = os.read(rd, 1 << 16).decode()
         os.close(rd)
         return msg or status_text(st)
+
+    def _raised_threads_child():
+        """In the child: Numba's thread count raised to its maximum, then the ops. Under omp they run
+        on one thread (GNU OpenMP's pool does not survive the fork; two threads hung the child) with
+        one warning, and the count set is kept."""
+        import warnings
+        n = numba.config.NUMBA_NUM_THREADS
+        numba.set_num_threads(n)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            msg = check(3)
+            if msg == "ok" and "torch" in sys.modules:  # mmvref.pyg's fused product and its backward
+                msg = fused_check()
+        if msg == "ok" and numba.get_num_threads() != n:
+            msg = f"thread count {numba.get_num_threads()} after the ops, {n} set"
+        said = [w for w in caught if "runs its ops on one thread" in str(w.message)]
+        if msg == "ok" and _threading._child_one_thread and n > 1 and len(said) != 1:
+            msg = f"{len(said)} warnings of the one-thread rule"
+        return msg
+
+    def fused_check():
+        import torch
+        torch.set_num_threads(1)  # as in a DataLoader worker: torch's own ops hang on two threads here
+        from mmvref.pyg._fused import gspmm
+        from mmvref.pyg._graph import Graph
+        r = np.random.default_rng(4)
+        n, E, F = 1 << 14, 1 << 18, 16
+        src, dst = r.integers(0, n, E), r.integers(0, n, E)
+        x = torch.from_numpy(r.integers(-8, 8, (n, F)).astype(np.float64)).requires_grad_()
+        out = gspmm(Graph.from_edges(dst, src, n, n), x, None, "sum")
+        out.backward(torch.ones_like(out))
+        want = np.zeros((n, F))
+        np.add.at(want, dst, x.detach().numpy()[src])
+        if not np.array_equal(out.detach().numpy(), want):
+            return "wrong fused sum"
+        if not np.array_equal(x.grad.numpy()[:, 0], np.bincount(src, minlength=n).astype(np.float64)):
+            return "wrong fused sum's gradient"
+        return "ok"
+
+    def s_fork_raised_threads():
+        return s_os_fork(_raised_threads_child)
 
     def _mp_child(q):
         q.put(check(2))
@@ -231,7 +274,7 @@ SCRIPT = textwrap.dedent(r'''
         got = [bool(b) for b in dl]
         return "ok" if got == [True] * 4 else f"wrong results: {got}"
 
-    SCENARIOS = {"os_fork": s_os_fork, "mp_fork": s_mp_fork, "fork_in_threads": s_fork_in_threads, "pool_fork": lambda: s_pool("fork"),
+    SCENARIOS = {"os_fork": s_os_fork, "fork_raised_threads": s_fork_raised_threads, "mp_fork": s_mp_fork, "fork_in_threads": s_fork_in_threads, "pool_fork": lambda: s_pool("fork"),
                  "pool_spawn": lambda: s_pool("spawn"), "threads": s_threads,
                  "set_num_threads": s_set_num_threads, "dataloader": s_dataloader}
 
@@ -311,7 +354,7 @@ def _has_torch():
 
 TIMEOUT_S = 300
 _TBB_SKIP = "the tbb package is not installed here (pip install tbb, or mmvref[tbb])"
-FORK_THREADS = ["os_fork", "mp_fork", "pool_fork", "fork_in_threads", "threads"]
+FORK_THREADS = ["os_fork", "fork_raised_threads", "mp_fork", "pool_fork", "fork_in_threads", "threads"]
 #: name -> (scenarios, environment)
 RUNS = {
     "default": (FORK_THREADS + ["pool_spawn", "set_num_threads"] + (["dataloader"] if _has_torch() else []), {}),
