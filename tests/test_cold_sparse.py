@@ -249,6 +249,47 @@ def test_spmm_kernel_for_every_k_gives_the_oracles_bits(dtype):
             np.testing.assert_array_equal(out, want, err_msg=f"k={k} tasks={tasks}")
 
 
+def _extreme_oracle(indptr, col, perm, x, is_max):
+    """Plain loops: each output the first extreme of its row in CSR order (a NaN takes the place)
+    and its edge id; rows without entries 0 and -1."""
+    n, F = indptr.size - 1, x.shape[1]
+    out = np.zeros((n, F), x.dtype)
+    arg = np.full((n, F), -1, np.int32)
+    for i in range(n):
+        for f in range(F):
+            for j, p in enumerate(range(indptr[i], indptr[i + 1])):
+                v = x[col[p], f]
+                if j == 0 or v != v or (v > out[i, f] if is_max else v < out[i, f]):
+                    out[i, f], arg[i, f] = v, perm[p]
+    return out, arg
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_max_and_min_kernel_against_plain_loops(dtype):
+    """``_portable_gspmm.gspmm_extreme`` (mmvref.pyg's max/min aggregation): register blocks of 64
+    down to 1 column, every width k takes (1-20, 37, 85, 130); ties, NaN and -0.0 among the values;
+    empty rows; one task and several. Values bit for bit, edge ids equal."""
+    from mmvref._fast.sparse import _portable_gspmm as G
+
+    rng = np.random.default_rng(9)
+    n, E = 40, 300
+    indptr, col, perm, ok = G.csr_by_key(rng.integers(0, n - 4, E), rng.integers(0, n, E), n, n)
+    assert ok
+    for k in list(range(1, 21)) + [37, 85, 130]:
+        x = rng.integers(-3, 3, (n, k)).astype(dtype)
+        x[rng.random((n, k)) < 0.05] = np.nan
+        x[rng.random((n, k)) < 0.05] = -0.0
+        for is_max in (True, False):
+            want, want_arg = _extreme_oracle(indptr, col, perm, x, is_max)
+            for tasks in (np.array([0, n]), np.array([0, 3, 20, 21, n])):
+                out = np.full((n, k), 5, dtype)
+                arg = np.full((n, k), 5, np.int32)
+                G.gspmm_extreme(tasks, indptr, col, perm, x, out, arg, is_max)
+                np.testing.assert_array_equal(out.view(f"u{out.itemsize}"), want.view(f"u{out.itemsize}"),
+                                              err_msg=f"k={k} max={is_max}")
+                np.testing.assert_array_equal(arg, want_arg, err_msg=f"k={k} max={is_max}")
+
+
 def _spgemm_oracle(A, B, rdt):
     rows = []
     for r in range(A.shape[0]):
