@@ -122,7 +122,7 @@ def group_vec(typingctx, cols, data, D, c0, L, p0, k, j0, out, o, width, group):
 
 
 def rows_kernel(k, parallel):
-    """The kernel for k columns: ``rows(indptr, indices, data, Df, k, n, out, tasks, zero, bad)``,
+    """The kernel for k columns: ``rows(indptr, indices, data, Df, k, n, out, tasks, bad)``,
     out[r, :] = sum over the row's entries q of data[q] * D[indices[q], :], columns by register
     blocks of 64 (as many as k holds), then 32, 16 and 8, then one block of the last k mod 8
     (a literal width: LLVM splits a 3-, 5-, 6- or 7-lane vector into the machine's pieces). Only
@@ -146,7 +146,7 @@ def _make_rows(b64, b32, b16, b8, tail, parallel, any_k):
     # the flags are closure cells: Numba keys its cache on their values and prunes the blocks
     # they turn off before typing; the row check is spelled out (Numba's inlining of a helper
     # costs more compile time than its code)
-    def rows(indptr, indices, data, Df, k, n, out, tasks, zero, bad):
+    def rows(indptr, indices, data, Df, k, n, out, tasks, bad):
         if parallel:  # referenced, so that it is a cell: part of the cache key
             pass
         nnz = indices.size

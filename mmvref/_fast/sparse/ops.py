@@ -793,7 +793,7 @@ def spmm_arrays(indptr, indices, data, D, m, n, overflow, tasks=None, out=None, 
                                                  Dw, k, res, tasks)
     else:
         KM.rows_kernel(k, tasks.size > 2)(indptr, indices, np.ascontiguousarray(data, dtype=wd), Dw, k, n, res,
-                                          tasks, wd.type(0), bad)
+                                          tasks, bad)
     if bad.any():
         raise_invalid(indptr, indices, data, n)
     res = res.reshape(m, k)
@@ -811,7 +811,7 @@ def spmm_into_any_k(indptr, indices, data, D, out, tasks):
     precompile runs). data, D (n, k) and out (m, k) of one float dtype, D and out C-contiguous."""
     bad = np.zeros(tasks.size - 1, np.bool_)
     KM.rows_kernel(None, tasks.size > 2)(indptr, indices, data, D.reshape(-1), D.shape[1], D.shape[0],
-                                         out.reshape(-1), tasks, data.dtype.type(0), bad)
+                                         out.reshape(-1), tasks, bad)
     if bad.any():
         raise_invalid(indptr, indices, data, D.shape[0])
 
@@ -825,13 +825,12 @@ class BoundSpmm:
     (C-contiguous, aligned, writeable (n, k) of the values' dtype: the caller checks); the same
     kernel with the same arguments as ``spmm_arrays``: the same bits."""
 
-    __slots__ = ("indptr", "indices", "data", "k", "n", "tasks", "zero", "entry", "threads", "_scratch", "shared")
+    __slots__ = ("indptr", "indices", "data", "k", "n", "tasks", "entry", "threads", "_scratch", "shared")
 
     def __init__(self, indptr, indices, data, n, k, tasks, threads, shared=None):
         """``shared``: the matrix's ``shared_columns``, read by ``shared_rows_kernel`` (as ``spmm_arrays``)."""
         self.indptr, self.indices, self.data, self.n, self.k, self.tasks = indptr, indices, data, n, k, tasks
         self.threads = threads  # the thread count the tasks were made for (None: one task for any count)
-        self.zero = data.dtype.type(0)
         self._scratch = threading.local()
         self.shared = shared
         if shared is not None:
@@ -847,13 +846,13 @@ class BoundSpmm:
         kernel = KM.rows_kernel(k, tasks.size > 2)
         # the arguments' Numba types vary with the matrix's arrays only (X, the result and the flags
         # are plain arrays of fixed kinds, k and n Python ints): typed once per process and kinds
-        # (typing the ten arguments costs 60 us, six products of the 1,000-row matrix at k = 16)
+        # (typing the nine arguments costs 60 us, six products of the 1,000-row matrix at k = 16)
         key = (kernel, _arg_kind(indptr), _arg_kind(indices), _arg_kind(data), tasks.dtype)
         entry = _ENTRY_POINTS.get(key)
         if entry is None:
             m = indptr.size - 1
             args = (indptr, indices, data, np.empty(n * k, data.dtype), k, n, np.empty(m * k, data.dtype), tasks,
-                    self.zero, np.zeros(tasks.size - 1, np.bool_))
+                    np.zeros(tasks.size - 1, np.bool_))
             sig = tuple(kernel.typeof_pyval(a) for a in args)
             if sig not in kernel.overloads:
                 kernel.compile(sig)
@@ -867,8 +866,7 @@ class BoundSpmm:
         bad = getattr(self._scratch, "bad", None)  # not read: the matrix was checked when it was prepared
         if bad is None:
             bad = self._scratch.bad = np.zeros(self.tasks.size - 1, np.bool_)
-        self.entry(self.indptr, self.indices, self.data, X.reshape(-1), self.k, self.n, res, self.tasks, self.zero,
-                   bad)
+        self.entry(self.indptr, self.indices, self.data, X.reshape(-1), self.k, self.n, res, self.tasks, bad)
 
 
 def _spmm_int_result(out, indptr, indices, data, D, rdt, overflow):
