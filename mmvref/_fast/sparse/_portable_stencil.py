@@ -101,33 +101,72 @@ def stencil_rows(indptr, indices, data, x, y, runs, blocks, off):
                 j += 1
 
 
-#: ``stencil_match`` tries this many rows at once as one piece of a run (``_whole_piece``)
-PIECE = 64
+#: ``stencil_match`` tries this many rows at once as one piece of a run (``_whole_piece``), then a
+#: piece that is not whole SUB_PIECE rows at a time, then row by row. 2-D Poisson matrix of 1e6
+#: rows (a boundary row every 1,000), 2 threads: 0.26-0.30 ms for 128 / 16, 0.28-0.29 for 64 / 8,
+#: 0.30-0.33 for 256 / 8; 0.46-0.53 ms with 64 and no sub-pieces before the loops dropped their
+#: signed indices
+PIECE = 128
+SUB_PIECE = 16
 
 
 @njit(cache=True)
 def _whole_piece(indptr, indices, i0, i1, off, omin, omax, n):
     """Whether rows i0 .. i1-1 all hold the pattern ``off`` (a tuple) with every column in
-    [0, n): their offsets step by K from indptr[i0] (within the entries) and their K-th
-    columns are i + off[k]. Loops without an early exit over a stretch of indptr and one of
-    indices, which LLVM vectorizes (the row by row check of ``stencil_match`` branches per
-    entry: 1 ms of a 2-D Poisson matrix of 1e6 rows, 2 threads)."""
+    [0, n): their offsets step by K from indptr[i0] (within the entries), the first row's K
+    columns are i0 + off[k], and each later entry's column is one more than the entry K before it
+    (row i + 1's k-th column is row i's plus one). Loops without an early exit over a stretch of
+    indptr and one of indices, with unsigned indices (a signed one costs a wraparound test per load,
+    which kept LLVM from vectorizing: 0.18 ms for the indptr of a 1e6-row matrix against 0.04)."""
     K = len(off)
     nnz = indices.size
     a0 = np.int64(indptr[i0])
     if a0 < 0 or a0 + (i1 - i0) * K > nnz or i0 + omin < 0 or i1 - 1 + omax >= n:
         return False
     miss = np.int64(0)
-    for i in range(i0 + 1, i1 + 1):
-        miss |= np.int64(indptr[i]) ^ (a0 + (i - i0) * K)
+    for i in range(_U(i0 + 1), _U(i1 + 1)):
+        miss |= np.int64(indptr[i]) ^ (a0 + (np.int64(i) - i0) * K)
+    for k in range(K):
+        miss |= np.int64(indices[a0 + k]) ^ (i0 + off[k])
     if miss != 0:
         return False
-    q = _U(a0)
-    for i in range(_U(i0), _U(i1)):
-        for k in range(K):
-            miss |= np.int64(indices[q + _U(k)]) ^ np.int64(i + _U(off[k]))
-        q += _U(K)
-    return miss == 0
+    step = indices[0] - indices[0]  # (the difference's type: no widening of every load to int64)
+    for q in range(_U(a0), _U(a0 + (i1 - i0 - 1) * K)):
+        step |= (indices[q + _U(K)] - indices[q]) ^ 1
+    return step == 0
+
+
+@njit(cache=True)
+def _rows_one_by_one(indptr, indices, r0, r1, off, omin, omax, n, runs, slot, cnt, in_run, umax):
+    """``stencil_match``'s rows r0 .. r1-1 one at a time: a matched row extends or opens the run,
+    another closes it and counts its columns into ``umax``. Returns (cnt, in_run, umax, bad)."""
+    K = len(off)
+    nnz = indices.size
+    b = np.int64(indptr[r0])
+    for i in range(r0, r1):
+        a = b
+        b = np.int64(indptr[i + 1])
+        if a > b or a < 0 or b > nnz:
+            return cnt, in_run, umax, True
+        match = b - a == K and i + omin >= 0 and i + omax < n
+        if match:
+            miss = np.int64(0)
+            for k in range(K):
+                miss |= np.int64(indices[a + k]) ^ (i + off[k])
+            match = miss == 0
+        if match:
+            if not in_run:
+                runs[slot + 2 * cnt] = i
+                in_run = True
+        else:
+            if in_run:
+                runs[slot + 2 * cnt + 1] = i
+                cnt += 1
+                in_run = False
+            for q in range(a, b):
+                u = _U(indices[q]) if indices[q] >= 0 else _U(0xFFFFFFFFFFFFFFFF)
+                umax = u if u > umax else umax
+    return cnt, in_run, umax, False
 
 
 @njit(cache=True, parallel=True)
@@ -136,12 +175,12 @@ def stencil_match(indptr, indices, off, n, blocks, runs, counts, umax_out, bad_o
     row i's k-th at column i + off[k], every one in [0, n)), as runs: block c (rows blocks[c] ..
     blocks[c+1]-1) writes its maximal runs as (start, end) pairs from runs[2 blocks[c]] on, counts[c]
     of them (a block of b rows has at most (b + 1) // 2 runs: 2 b slots suffice). Rows are tried
-    PIECE at a time (``_whole_piece``), row by row where a piece is not whole. The structure is
-    checked on the way: bad_out[c] an offset out of order or out of [0, nnz], umax_out[c] the
-    largest column (unsigned: a negative one is huge) of the block's rows that are not stencil
-    rows. A run may continue into the next block (the caller joins them)."""
+    PIECE at a time (``_whole_piece``), a piece that is not whole SUB_PIECE at a time, row by row
+    where a sub-piece is not whole (``_rows_one_by_one``). The structure is checked on the way:
+    bad_out[c] an offset out of order or out of [0, nnz], umax_out[c] the largest column (unsigned:
+    a negative one is huge) of the block's rows that are not stencil rows. A run may continue into
+    the next block (the caller joins them)."""
     K = len(off)
-    nnz = indices.size
     omin = off[0]
     omax = off[0]
     for k in range(K):
@@ -164,31 +203,17 @@ def stencil_match(indptr, indices, off, n, blocks, runs, counts, umax_out, bad_o
                     in_run = True
                 p0 = p1
                 continue
-            b = np.int64(indptr[p0])
-            for i in range(p0, p1):
-                a = b
-                b = np.int64(indptr[i + 1])
-                if a > b or a < 0 or b > nnz:
-                    bad = True
-                    break
-                match = b - a == K and i + omin >= 0 and i + omax < n
-                if match:
-                    miss = np.int64(0)
-                    for k in range(K):
-                        miss |= np.int64(indices[a + k]) ^ (i + off[k])
-                    match = miss == 0
-                if match:
+            s0 = p0
+            while s0 < p1 and not bad:
+                s1 = min(s0 + SUB_PIECE, p1)
+                if _whole_piece(indptr, indices, s0, s1, off, omin, omax, n):
                     if not in_run:
-                        runs[slot + 2 * cnt] = i
+                        runs[slot + 2 * cnt] = s0
                         in_run = True
                 else:
-                    if in_run:
-                        runs[slot + 2 * cnt + 1] = i
-                        cnt += 1
-                        in_run = False
-                    for q in range(a, b):
-                        u = _U(indices[q]) if indices[q] >= 0 else _U(0xFFFFFFFFFFFFFFFF)
-                        umax = u if u > umax else umax
+                    cnt, in_run, umax, bad = _rows_one_by_one(indptr, indices, s0, s1, off, omin, omax, n,
+                                                              runs, slot, cnt, in_run, umax)
+                s0 = s1
             p0 = p1
         if in_run:
             runs[slot + 2 * cnt + 1] = r1
