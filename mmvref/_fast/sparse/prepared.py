@@ -364,14 +364,19 @@ def _bound_parallel(run, x, y):
 
 #: numpy's flag bits of an array the bound kernels take as it is: C_CONTIGUOUS, ALIGNED, WRITEABLE
 _PLAIN = 0x0001 | 0x0100 | 0x0400
+_OWNDATA = 0x0004  # (numpy's flag of an array whose memory it allocated itself)
 
 
 def _plain_out(out, shape, src):
-    """``out`` when the bound kernels can write it as it is (a C-contiguous, writeable ndarray of
-    ``shape`` and src's dtype, not overlapping src), else None: the full path validates it."""
-    if (type(out) is np.ndarray and out.dtype == src.dtype and out.shape == shape and out.flags.c_contiguous
-            and out.flags.writeable and not np.may_share_memory(out, src)):
-        return out
+    """``out`` when the bound kernels can write it as it is (a C-contiguous, aligned, writeable
+    ndarray of ``shape`` and src's dtype, not overlapping src), else None: the full path validates
+    it. Two distinct arrays that each own their data do not overlap; only views are handed to
+    ``np.may_share_memory`` (0.17 us, half of this check's cost before on a 1,000-row matrix)."""
+    if type(out) is np.ndarray and out.dtype == src.dtype and out.shape == shape:
+        flags = out.flags.num
+        if flags & _PLAIN == _PLAIN and out is not src and (
+                flags & src.flags.num & _OWNDATA or not np.may_share_memory(out, src)):
+            return out
     return None
 
 
