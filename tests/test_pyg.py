@@ -107,6 +107,29 @@ def test_fused_product_and_gradients_match_the_loop_oracle(seed, n_src, n_dst, E
         torch.testing.assert_close(a, b, **TOL[dtype])
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("F", [1, 5, 37])
+def test_fused_mean_gradient_divides_by_each_destination_degree(F, dtype):
+    """The unweighted mean's backward (a transposed product with 1 / degree per entry:
+    ``Graph.mean_backward_weights``) against the loop oracle's gradient, on a graph whose
+    destinations have in-degrees 0 to 5 (a repeated edge counted twice), sources of several
+    out-degrees, and more sources than destinations."""
+    src = [0, 1, 2, 3, 4, 5, 6, 0, 0, 3, 6, 2, 2, 5, 1, 1]
+    dst = [1, 1, 1, 1, 1, 3, 3, 3, 4, 4, 0, 5, 5, 5, 5, 5]  # degrees: 1, 5, 0, 3, 2, 5
+    ei = torch.tensor([src, dst])
+    gen = torch.Generator().manual_seed(F)
+    x = torch.randn(8, F, generator=gen, dtype=dtype).requires_grad_()
+    graph = Graph.from_edges(ei[1].numpy(), ei[0].numpy(), 6, 8)
+    out = gspmm(graph, x, None, "mean")
+    ref = _oracle(ei, x, None, "mean", 6)
+    torch.testing.assert_close(out, ref, **TOL[dtype])
+    g = torch.randn(out.shape, generator=gen, dtype=dtype)
+    (got,) = torch.autograd.grad(out, x, g)
+    (want,) = torch.autograd.grad(ref, x, g)
+    torch.testing.assert_close(got, want, **TOL[dtype])
+    assert float(got[7].abs().max()) == 0.0  # a source with no edge gets no gradient
+
+
 def test_bad_indices_are_not_prepared():
     ei = torch.tensor([[0, 5], [0, 1]])
     assert Graph.from_edges(ei[1].numpy(), ei[0].numpy(), 2, 3) is None

@@ -104,12 +104,17 @@ class _GSpmm(torch.autograd.Function):
         w_np = _w2(wc, E, heads, x2.dtype)
         grad_x = grad_w = None
         if reduce in ("sum", "mean"):
-            if reduce == "mean":
+            mean_weights = reduce == "mean" and not ctx.has_w
+            if reduce == "mean" and not mean_weights:
                 g = g / graph.degree(g.dtype)
             if need_x:
                 b = graph.backward
                 grad_x = torch.empty_like(x2)
-                _sum(b, wc, w_np, heads, _np(g), _np(grad_x))
+                if mean_weights:  # the product with 1 / degree per entry (``Graph.mean_backward_weights``)
+                    spmm_into_any_k(b.indptr, b.col, graph.mean_backward_weights(_np(x2).dtype), _np(g),
+                                    _np(grad_x), b.tasks())
+                else:
+                    _sum(b, wc, w_np, heads, _np(g), _np(grad_x))
             if need_w and ctx.has_w:
                 grad_w = torch.empty((E, heads), dtype=x2.dtype)
                 kernels.sddmm(f.tasks(), f.indptr, f.col, f.perm, heads, _np(g), _np(x2), _np(grad_w))
