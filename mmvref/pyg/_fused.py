@@ -6,8 +6,9 @@ without the E x F messages (``mmvref._fast.sparse._portable_gspmm``'s kernels ov
 
 ``w`` is absent (copy the source features: SAGE, GIN), one weight per edge (GCN, GraphConv, a
 weighted sparse adjacency) or one per edge and head (GAT's attention, x of shape (N, heads, C)).
-Backward: the features' gradient is the transposed product over the CSR by source (for a mean,
-of the gradient divided by the degree); the weights' gradient is the per-edge dot product of the
+Backward: the features' gradient is the transposed product over the CSR by source (for an
+unweighted mean, with 1 / the destination's degree as each entry's value; a weighted mean's
+gradient is divided by the degree first); the weights' gradient is the per-edge dot product of the
 output's gradient and the source features (``sddmm``); max/min route each output's gradient to the
 edge that gave it (ties: the first in CSR order, as torch_scatter's arg routing; torch's own
 ``scatter_reduce`` splits a tie's gradient evenly).
