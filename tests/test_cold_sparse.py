@@ -290,6 +290,50 @@ def test_fused_max_and_min_kernel_against_plain_loops(dtype):
                 np.testing.assert_array_equal(arg, want_arg, err_msg=f"k={k} max={is_max}")
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_max_backward_kernels_against_plain_loops(dtype):
+    """``_portable_gspmm.gspmm_extreme_backward`` (and the weighted one, with and without the
+    weights' gradient): each output's gradient routed to the source row (times the weight) of its
+    edge, rows without an edge (-1) skipped, many outputs into one source row; every block width
+    (16 up to all columns, widths that do not divide F) gives the plain loops' bits, which add in
+    output-row order."""
+    from mmvref._fast.sparse import _portable_gspmm as G
+
+    rng = np.random.default_rng(10)
+    n_out, n_src, E, heads = 30, 12, 90, 2
+    src = rng.integers(0, n_src, E).astype(np.int32)
+    for F in (1, 6, 40, 70):
+        arg = rng.integers(-1, E, (n_out, F)).astype(np.int32)
+        g = rng.standard_normal((n_out, F)).astype(dtype)
+        x = rng.standard_normal((n_src, F)).astype(dtype)
+        hs = heads if F % heads == 0 else 1
+        C = F // hs
+        w = rng.standard_normal((E, hs)).astype(dtype)
+        want = np.zeros((n_src, F), dtype)
+        want_w = np.zeros((n_src, F), dtype)
+        want_gw = np.zeros((E, hs), dtype)
+        for i in range(n_out):
+            for f in range(F):
+                e = arg[i, f]
+                if e >= 0:
+                    want[src[e], f] += g[i, f]
+                    want_w[src[e], f] += w[e, f // C] * g[i, f]
+                    want_gw[e, f // C] += g[i, f] * x[src[e], f]
+        steps = sorted({16, 32, 48, F, G.backward_columns(F, 2), G.backward_columns(F, 8)})
+        for step in steps:
+            got = np.zeros((n_src, F), dtype)
+            G.gspmm_extreme_backward(arg, src, g, got, step)
+            np.testing.assert_array_equal(got, want, err_msg=f"F={F} step={step}")
+            got = np.zeros((n_src, F), dtype)
+            G.gspmm_extreme_backward_weighted(arg, src, w, hs, g, x, got, np.zeros((0, 1), dtype), step)
+            np.testing.assert_array_equal(got, want_w, err_msg=f"weighted F={F} step={step}")
+            got, gw = np.zeros((n_src, F), dtype), np.zeros((E, hs), dtype)
+            G.gspmm_extreme_backward_weighted(arg, src, w, hs, g, x, got, gw, step)
+            np.testing.assert_array_equal(got, want_w, err_msg=f"weighted, weights' gradient F={F} step={step}")
+            np.testing.assert_array_equal(gw, want_gw, err_msg=f"weights' gradient F={F} step={step}")
+    assert G.backward_columns(128, 2) == 64 and G.backward_columns(16, 2) == 16 and G.backward_columns(70, 2) == 48
+
+
 def _spgemm_oracle(A, B, rdt):
     rows = []
     for r in range(A.shape[0]):

@@ -15,6 +15,7 @@ edge that gave it (ties: the first in CSR order, as torch_scatter's arg routing;
 """
 from __future__ import annotations
 
+import numba
 import numpy as np
 import torch
 
@@ -121,12 +122,13 @@ class _GSpmm(torch.autograd.Function):
                 kernels.sddmm(f.tasks(), f.indptr, f.col, f.perm, heads, _np(g), _np(x2), _np(grad_w))
         elif need_x or (need_w and ctx.has_w):
             grad_x = torch.zeros_like(x2)
+            step = kernels.backward_columns(g.shape[1], numba.get_num_threads())
             if not ctx.has_w:
-                kernels.gspmm_extreme_backward(_np(arg), graph.src_of_edge, _np(g), _np(grad_x))
+                kernels.gspmm_extreme_backward(_np(arg), graph.src_of_edge, _np(g), _np(grad_x), step)
             else:
                 gw = torch.zeros((E, heads) if need_w else (0, 1), dtype=x2.dtype)
                 kernels.gspmm_extreme_backward_weighted(_np(arg), graph.src_of_edge, w_np, heads, _np(g), _np(x2),
-                                                        _np(grad_x), _np(gw))
+                                                        _np(grad_x), _np(gw), step)
                 if need_w:
                     grad_w = gw
             if not need_x:
