@@ -334,6 +334,22 @@ def test_fused_max_backward_kernels_against_plain_loops(dtype):
     assert G.backward_columns(128, 2) == 64 and G.backward_columns(16, 2) == 16 and G.backward_columns(70, 2) == 48
 
 
+def test_csr_values_puts_each_edge_weight_at_its_entry():
+    """``_portable_gspmm.csr_values`` (the fused weighted sums' values in CSR order): out[p] =
+    values[perm[p]] for every entry, with empty rows and tasks of one row, several, or none."""
+    from mmvref._fast.sparse import _portable_gspmm as G
+
+    rng = np.random.default_rng(11)
+    for n, E in ((1, 0), (5, 1), (40, 300), (300, 5000)):
+        indptr, col, perm, ok = G.csr_by_key(rng.integers(0, n, E), rng.integers(0, n, E), n, n)
+        assert ok
+        values = rng.standard_normal(E).astype(np.float32)
+        for n_tasks in (1, 3, min(n, 7)):
+            out = np.full(E, np.nan, np.float32)
+            G.csr_values(G.row_tasks(indptr, n_tasks), indptr, values, perm, out)
+            np.testing.assert_array_equal(out, values[perm], err_msg=f"n={n} E={E} tasks={n_tasks}")
+
+
 def _spgemm_oracle(A, B, rdt):
     rows = []
     for r in range(A.shape[0]):

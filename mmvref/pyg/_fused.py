@@ -44,8 +44,13 @@ def _sum(csr, w, w2, heads, x, out) -> None:
     order into register accumulators; a weight of 1 multiplies exactly). One weight per edge and
     head (``w`` 2-D: GAT's alpha, one head included): ``gspmm_sum_head_weights``."""
     if w is None or w.dim() == 1:
-        values = csr.ones(x.dtype) if w is None else w2[:, 0][csr.perm]
-        spmm_into_any_k(csr.indptr, csr.col, values, x, out, csr.tasks())
+        tasks = csr.tasks()
+        if w is None:
+            values = csr.ones(x.dtype)
+        else:
+            values = np.empty(csr.col.shape[0], x.dtype)
+            kernels.csr_values(tasks, csr.indptr, w2.reshape(-1), csr.perm, values)  # (w 1-D: one head)
+        spmm_into_any_k(csr.indptr, csr.col, values, x, out, tasks)
     else:
         kernels.gspmm_sum_head_weights(csr.tasks(), csr.indptr, csr.col, csr.perm, w2, heads, x, out)
 
