@@ -176,6 +176,16 @@ class _Inputs:
             sptr = np.arange(0, rows * k + 1, k, dtype=np.int32)
             sdata = rng.integers(-5, 6, rows * k).astype(dt)
             self.shared.append((sptr, sind, sdata, (rows, LARGE_COLS)))
+        # short rows (10 a row) in runs of 4 that share their columns: a prepared matrix sums them in
+        # pairs (``sparse.ops.PAIR_SHARE``: its structure check also finds the runs, its SpMV kernel
+        # reads the pair bits)
+        self.paired = []
+        if dt.kind == "f":
+            rows, k = LARGE_COLS, 10
+            pind = np.repeat(np.sort(rng.integers(0, LARGE_COLS, (rows // 4, k)), axis=1).astype(np.int32), 4, axis=0)
+            pptr = np.arange(0, rows * k + 1, k, dtype=np.int32)
+            pdata = rng.integers(-5, 6, rows * k).astype(dt)
+            self.paired.append((pptr, pind.ravel(), pdata, (rows, LARGE_COLS)))
         # a banded matrix of one pattern past the stencil path's size (``spmv``'s kernel of stencil
         # matrices: ``sparse.ops.stencil_of``), float values only (integer products keep theirs)
         self.stencils = ()
@@ -349,6 +359,10 @@ def _prepare(m, i):
         X = i.xl[:, None].repeat(F, axis=1)
         P @ X  # (its SpMM reads them too: ``sparse._portable_spmm.shared_rows_kernel``)
         P @ X
+    for A in i.paired:
+        P = m.prepare(A)
+        P @ i.xl
+        P @ i.xl  # (the bound product: the pairs)
     for A in i.stencils:
         P = m.prepare(A)
         P @ i.xs

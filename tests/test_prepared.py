@@ -860,6 +860,77 @@ def test_shared_columns_fall_back_where_a_chunk_has_short_rows(per_thread):
         assert _within_bound(want, indptr, indices, data, x)
 
 
+def _paired_rows_matrix(rng, n, regular=False):
+    """(indptr, indices, n) of at least COMPACT_MIN_NNZ entries in short rows (3-40 entries; 20-22
+    with ``regular``) in groups of 1-5 consecutive rows (mostly 3-4) that hold the same columns, the way a block-
+    sparse attention matrix's block rows do; some groups have one row of the same length with a
+    column changed (no pair there) or an empty row."""
+    lens, cols = [], []
+    while sum(lens) < sparse_ops.COMPACT_MIN_NNZ:
+        k = int(rng.integers(20, 23) if regular else rng.integers(3, 41))
+        c = np.sort(rng.choice(n, k, replace=False))
+        for j in range(int(rng.choice([1, 2, 3, 4, 5], p=[0.05, 0.15, 0.3, 0.3, 0.2]))):
+            cj = c
+            if j and rng.random() < 0.05:
+                cj = c.copy()
+                cj[rng.integers(k)] = (cj[0] + 1 + rng.integers(n - 1)) % n
+            lens.append(k)
+            cols.append(cj)
+        if rng.random() < 0.02:
+            lens.append(0)
+            cols.append(np.zeros(0, np.int64))
+    indptr = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=indptr[1:])
+    return indptr, np.concatenate(cols).astype(np.int32), n
+
+
+@pytest.mark.parametrize("per_thread", [1, 3, 8])
+# rows the batches take by scalar loads (``_batch_shape``): regular ones over at most SCALAR_WINDOW
+# columns (uint16 copy), and any rows with an x within SCALAR_X_BYTES
+@pytest.mark.parametrize("n, regular", [(1 << 16, True), (4000, False)])
+@pytest.mark.parametrize("values, x_dtype", [(np.float32, np.float32), (np.float64, np.float64),
+                                             (np.float32, np.float64)])
+def test_short_rows_that_share_columns_are_summed_in_pairs_with_spmvs_bits(per_thread, n, regular, values, x_dtype):
+    """A prepared matrix of short rows in groups that hold the same columns flags them
+    (``ops.PAIR_SHARE``): its replayed scalar batches sum a flagged row with the row before in one
+    loop (``_scalar_row_pairs``), pairs cut by chunk and batch borders included, with spmv's bits
+    and within the plain-loop bound; the flags never claim a row whose columns differ (a plain
+    loop); pickling carries them, update_values and a new thread count keep them."""
+    rng = np.random.default_rng(n + per_thread)
+    indptr, indices, n = _paired_rows_matrix(rng, n, regular)
+    m = indptr.size - 1
+    data = rng.standard_normal(indices.size).astype(values)
+    x = rng.standard_normal(n).astype(x_dtype)
+    A = (indptr, indices, data, (m, n))
+    with chunks(per_thread):
+        P = mmvref.prepare(A)
+        assert P._pairs is not None and P._shared is None
+        like_before = [r > 0 and np.array_equal(indices[indptr[r - 1]:indptr[r]], indices[indptr[r]:indptr[r + 1]])
+                       for r in range(m)]
+        assert not (P._pairs & ~np.array(like_before)).any()
+        assert P._pairs.sum() > 0.5 * sum(like_before)
+        want = mmvref.spmv(A, x)
+        for _ in range(3):  # the first records the batch plan, the later ones replay it in pairs
+            assert np.array_equal(P @ x, want)
+        run = P._spmv[2][(sparse_ops._LEVEL, want.dtype)][1]
+        assert run.batch_mode == 2 and run.batches.size > sparse_ops.K.batch_plan_size(indices.size, run.C)
+        assert _within_bound(want, indptr, indices, data.astype(want.dtype), x.astype(want.dtype))
+        Q = pickle.loads(pickle.dumps(P))
+        assert np.array_equal(Q._pairs, P._pairs) and np.array_equal(Q @ x, want) and np.array_equal(Q @ x, want)
+        new = (data * 3).astype(values)
+        P.update_values(new)
+        want = mmvref.spmv((indptr, indices, new, (m, n)), x)
+        assert P._pairs is not None and np.array_equal(P @ x, want) and np.array_equal(P @ x, want)
+        if numba.config.NUMBA_NUM_THREADS > 1:  # a new thread count: new chunks and plan, the flags kept
+            T = numba.get_num_threads()
+            numba.set_num_threads(1)
+            try:
+                want = mmvref.spmv((indptr, indices, new, (m, n)), x)  # (rows cut by other chunk borders)
+                assert np.array_equal(P @ x, want) and np.array_equal(P @ x, want)
+            finally:
+                numba.set_num_threads(T)
+
+
 def test_shared_columns_only_where_runs_hold_half_the_entries():
     """No shared columns where the sample finds no runs, where the runs hold under SHARED_SHARE of the
     entries (then the uint16 copy), for rows under SHARED_MIN_ROW on average, or for integer values;

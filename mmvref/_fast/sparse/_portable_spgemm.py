@@ -112,9 +112,16 @@ def _make_check(narrow_out, runs):
                     while rs < r1 and np.int64(indptr[rs]) - np.int64(indptr[r]) < SAME_BLOCK:
                         rs += 1
                     block = part[np.int64(indptr[r]) - base:np.int64(indptr[rs]) - base]
-                    for q in range(block.size):
-                        v = _U(block[q])
-                        umax = v if v > umax else umax
+                    if narrow_out:  # (both: a prepared matrix of short rows that share their columns)
+                        dest = narrow[np.int64(indptr[r]):np.int64(indptr[rs])]
+                        for q in range(block.size):
+                            v = _U(block[q])
+                            umax = v if v > umax else umax
+                            dest[q] = np.uint16(v)
+                    else:
+                        for q in range(block.size):
+                            v = _U(block[q])
+                            umax = v if v > umax else umax
                     for rr in range(max(r, r0 + 1), rs):
                         a0 = np.int64(indptr[rr - 1]) - base
                         a1 = np.int64(indptr[rr]) - base

@@ -267,6 +267,20 @@ SHARED_SHARE = 0.5
 SHARED_SAMPLES = 32
 
 
+#: a prepared float matrix whose rows are short (on average below SHARED_MIN_ROW entries) and
+#: whose sampled rows mostly hold the columns of the row before (``shares_columns``) has those rows
+#: found by its structure check; when they hold at least PAIR_SHARE of its entries, its replayed
+#: scalar batches sum such a row with the one before in one loop (``_portable_spmv.
+#: _scalar_row_pairs``). Block-sparse attention with blocks of 2 or 4 rows (b-2, b-4), prepared
+#: matvec, 2 threads: see ``_scalar_row_pairs``
+PAIR_SHARE = 0.25
+
+
+def pairs_may_pay(m, nnz, dtype):
+    """Whether ``prepare`` looks for short rows that share their columns (``PAIR_SHARE``)."""
+    return np.dtype(dtype).kind == "f" and m >= 2 and nnz >= COMPACT_MIN_NNZ and nnz < SHARED_MIN_ROW * m
+
+
 def shared_columns_may_pay(m, nnz, dtype):
     """Whether ``prepare`` looks for rows that share their columns (``SHARED_MIN_ROW``)."""
     return np.dtype(dtype).kind == "f" and m >= 2 and nnz >= COMPACT_MIN_NNZ and nnz >= SHARED_MIN_ROW * m
@@ -314,14 +328,17 @@ class FloatSpmv:
     __slots__ = ("indptr", "indices", "data", "R", "E", "C", "rdt", "kernel", "path", "long_row", "entry",
                  "_scratch", "one_tail", "batches", "batch_mode")
 
-    def __init__(self, indptr, indices, data, R, E, plan_batches=False, columns=None, shared=None):
+    def __init__(self, indptr, indices, data, R, E, plan_batches=False, columns=None, shared=None, pairs=None):
         """``plan_batches`` (a matrix whose structure was checked: ``PreparedMatrix``): the first call
         records the short-row batches' plan (``float_rows``'s ``batches``) and later calls replay it.
         ``columns``: the column indices as the kernel reads them, where they differ from ``indices``
         (a prepared matrix's compact uint16 copy, ``COMPACT_MAX_COLS``; the same values, so the same
         decisions and bits); the row kinds and runs are read off ``indices``. ``shared``: a prepared
         matrix's ``shared_columns``, read where every chunk takes the long-row path (else
-        ``indices``: the short-row batches read a row's columns at its entries' places)."""
+        ``indices``: the short-row batches read a row's columns at its entries' places). ``pairs``
+        (with ``plan_batches``): a prepared matrix's flags of the rows that hold the columns of the
+        row before (``PAIR_SHARE``), which its replayed scalar batches take two rows at a time
+        (``_portable_spmv.pair_bits``; the same bits)."""
         self.indptr, self.data, self.R, self.E = indptr, data, R, E
         self.C = R.size - 1
         self.rdt = data.dtype
@@ -342,9 +359,13 @@ class FloatSpmv:
             self.kernel = K.float_kernel(self.C > 1, True, False, shared=True)
             self.batch_mode = 0
             return
-        self.kernel = K.float_kernel(self.C > 1, long_rows, short_rows)
         planned = plan_batches and short_rows
-        self.batches = np.zeros(K.batch_plan_size(E.item(-1), self.C) if planned else 0, np.int64)
+        paired = planned and pairs is not None
+        self.kernel = K.float_kernel(self.C > 1, long_rows, short_rows, pairs=paired)
+        if paired:
+            self.batches = K.pair_bits(pairs, E.item(-1), self.C)
+        else:
+            self.batches = np.zeros(K.batch_plan_size(E.item(-1), self.C) if planned else 0, np.int64)
         self.batch_mode = 1 if planned else 0  # 2 once a call has recorded the plan
 
     def bound(self, xk, y):

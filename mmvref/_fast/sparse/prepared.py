@@ -61,14 +61,17 @@ class PreparedMatrix:
     """
 
     def __init__(self, indptr, indices, data, shape, overflow="raise", stencil=_UNKNOWN, columns=None,
-                 shared=None):
+                 shared=None, pairs=None):
         """From parts already checked by ``mmvref.prepare`` (use that); ``stencil``: its
         ``ops.stencil_of``, where prepare found it (else found on the first float product);
         ``columns``: the uint16 copy of ``indices`` its float SpMV reads (``ops.COMPACT_MAX_COLS``),
-        or None; ``shared``: its ``ops.shared_columns`` (rows that share their columns), or None."""
+        or None; ``shared``: its ``ops.shared_columns`` (rows that share their columns), or None;
+        ``pairs``: the flags of its short rows that hold the columns of the row before
+        (``ops.PAIR_SHARE``), or None."""
         self.indptr, self.indices, self.data = indptr, indices, data
         self._columns = columns
         self._shared = shared
+        self._pairs = pairs
         self.shape = (int(shape[0]), int(shape[1]))
         self._nnz = int(data.shape[0])  # (update_values keeps it)
         self._x_shape = (self.shape[1],)
@@ -106,7 +109,7 @@ class PreparedMatrix:
 
     def __reduce__(self):
         return (_unpickle, (self.indptr, self.indices, self.data, self.shape, self.overflow, self._columns,
-                            self._shared))
+                            self._shared, self._pairs))
 
     # ------------------------------------------------------------------ plans
 
@@ -143,7 +146,7 @@ class PreparedMatrix:
         else:
             R, E = plan[1]
             run = ops.FloatSpmv(self.indptr, self.indices, data, R, E, plan_batches=True, columns=self._columns,
-                                shared=self._shared)
+                                shared=self._shared, pairs=self._pairs)
         plan[2][key] = (source, run)
         return run
 
@@ -349,10 +352,10 @@ class PreparedMatrix:
                               rmatmat=self.rmatmat, dtype=dtype)
 
 
-def _unpickle(indptr, indices, data, shape, overflow, columns, shared=None):
-    """A pickled ``PreparedMatrix``: its arrays (the uint16 or shared columns among them); its plans
-    and stencil are made again where it lands."""
-    return PreparedMatrix(indptr, indices, data, shape, overflow, columns=columns, shared=shared)
+def _unpickle(indptr, indices, data, shape, overflow, columns, shared=None, pairs=None):
+    """A pickled ``PreparedMatrix``: its arrays (the uint16 or shared columns and the pair flags
+    among them); its plans and stencil are made again where it lands."""
+    return PreparedMatrix(indptr, indices, data, shape, overflow, columns=columns, shared=shared, pairs=pairs)
 
 
 @guarded
@@ -459,6 +462,7 @@ def prepare(A, *, overflow="raise"):
     stencil = _UNKNOWN
     columns = None
     same = None
+    pairs = None
     narrow = False  # a uint16 copy still to make (the pass looked for shared columns and found too few)
     if m and data.shape[0]:  # checked before any narrowing: a column index of 2**40 must not wrap into range
         if n == 0:
@@ -480,9 +484,15 @@ def prepare(A, *, overflow="raise"):
             same = None
             if ops.shared_columns_may_pay(m, data.shape[0], data.dtype) and ops.shares_columns(indptr, indices, m):
                 same = np.zeros(m, np.bool_)
-            elif ops.compact_columns_pay(n, data.shape[0], data.dtype):
-                columns = np.empty(data.shape[0], np.uint16)
-            held = _validate_in_parallel(indptr, indices, data, n, columns, same)
+            else:
+                if ops.compact_columns_pay(n, data.shape[0], data.dtype):
+                    columns = np.empty(data.shape[0], np.uint16)
+                if ops.pairs_may_pay(m, data.shape[0], data.dtype) and ops.shares_columns(indptr, indices, m):
+                    # short rows that share their columns: summed two at a time (``ops.PAIR_SHARE``)
+                    pairs = np.zeros(m, np.bool_)
+            held = _validate_in_parallel(indptr, indices, data, n, columns, same if pairs is None else pairs)
+            if pairs is not None and held < ops.PAIR_SHARE * data.shape[0]:
+                pairs = None
             if same is not None and held < ops.SHARED_SHARE * data.shape[0]:
                 same = None
                 if ops.compact_columns_pay(n, data.shape[0], data.dtype):
@@ -499,4 +509,4 @@ def prepare(A, *, overflow="raise"):
         shared = _shared_in_parallel(indptr, indices, same, n)
     elif narrow:
         columns = _narrow_in_parallel(indptr, indices)
-    return PreparedMatrix(indptr, indices, data, (m, n), overflow, stencil, columns, shared)
+    return PreparedMatrix(indptr, indices, data, (m, n), overflow, stencil, columns, shared, pairs)
