@@ -687,64 +687,51 @@ def _scalar_row_pairs(indptr, indices, data, x, y, r, q, lo, hi, batches, base):
     while t < qu:
         s0 = np.int64(indptr[t])
         s1 = np.int64(indptr[t + _U(1)])
-        if s0 < lo or s1 > hi or s0 > s1:
-            bad = True
-            y[t] = 0
+        paired = False
+        if t + _U(1) < qu and s0 >= lo and s0 <= s1:
+            nxt = t + _U(1)
+            s2 = np.int64(indptr[nxt + _U(1)])
+            paired = (batches[_U(base) + (nxt >> _U(6))] >> np.int64(nxt & _U(63))) & 1 == 1
+            paired = paired and s2 - s1 == s1 - s0 and s2 <= hi
+        if not paired:  # (one row: ``_scalar_rows`` itself, its checks and its bits)
+            if _scalar_rows(indptr, indices, data, x, y, t, t + _U(1), lo, hi):
+                bad = True
             t += _U(1)
             continue
         a = _U(s0)
         b = _U(s1)
-        paired = False
-        if t + _U(1) < qu:
-            nxt = t + _U(1)
-            paired = (batches[_U(base) + (nxt >> _U(6))] >> np.int64(nxt & _U(63))) & 1 == 1
-            paired = paired and np.int64(indptr[nxt + _U(1)]) - s1 == s1 - s0 and np.int64(indptr[nxt + _U(1)]) <= hi
+        o = b - a  # row t + 1's entry k at k + o: the same column as row t's entry k
         z0 = x.dtype.type(0)
         z1 = z0
         z2 = z0
         z3 = z0
-        if paired:
-            o = b - a  # row t + 1's entry k at k + o: the same column as row t's entry k
-            w0 = z0
-            w1 = z0
-            w2 = z0
-            w3 = z0
-            k = a
-            while k + _U(4) <= b:
-                x0 = x[_U(indices[k])]
-                x1 = x[_U(indices[k + _U(1)])]
-                x2 = x[_U(indices[k + _U(2)])]
-                x3 = x[_U(indices[k + _U(3)])]
-                z0 += data[k] * x0
-                z1 += data[k + _U(1)] * x1
-                z2 += data[k + _U(2)] * x2
-                z3 += data[k + _U(3)] * x3
-                w0 += data[k + o] * x0
-                w1 += data[k + o + _U(1)] * x1
-                w2 += data[k + o + _U(2)] * x2
-                w3 += data[k + o + _U(3)] * x3
-                k += _U(4)
-            while k < b:
-                x0 = x[_U(indices[k])]
-                z0 += data[k] * x0
-                w0 += data[k + o] * x0
-                k += _U(1)
-            y[t] = (z0 + z1) + (z2 + z3)
-            y[t + _U(1)] = (w0 + w1) + (w2 + w3)
-            t += _U(2)
-            continue
+        w0 = z0
+        w1 = z0
+        w2 = z0
+        w3 = z0
         k = a
         while k + _U(4) <= b:
-            z0 += data[k] * x[_U(indices[k])]
-            z1 += data[k + _U(1)] * x[_U(indices[k + _U(1)])]
-            z2 += data[k + _U(2)] * x[_U(indices[k + _U(2)])]
-            z3 += data[k + _U(3)] * x[_U(indices[k + _U(3)])]
+            x0 = x[_U(indices[k])]
+            x1 = x[_U(indices[k + _U(1)])]
+            x2 = x[_U(indices[k + _U(2)])]
+            x3 = x[_U(indices[k + _U(3)])]
+            z0 += data[k] * x0
+            z1 += data[k + _U(1)] * x1
+            z2 += data[k + _U(2)] * x2
+            z3 += data[k + _U(3)] * x3
+            w0 += data[k + o] * x0
+            w1 += data[k + o + _U(1)] * x1
+            w2 += data[k + o + _U(2)] * x2
+            w3 += data[k + o + _U(3)] * x3
             k += _U(4)
         while k < b:
-            z0 += data[k] * x[_U(indices[k])]
+            x0 = x[_U(indices[k])]
+            z0 += data[k] * x0
+            w0 += data[k + o] * x0
             k += _U(1)
         y[t] = (z0 + z1) + (z2 + z3)
-        t += _U(1)
+        y[t + _U(1)] = (w0 + w1) + (w2 + w3)
+        t += _U(2)
     return bad
 
 
