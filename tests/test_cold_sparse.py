@@ -290,6 +290,7 @@ def test_fused_max_and_min_kernel_against_plain_loops(dtype):
                 np.testing.assert_array_equal(arg, want_arg, err_msg=f"k={k} max={is_max}")
 
 
+@pytest.mark.native_only  # plain loops of one portable path (no target-specific code)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_fused_max_backward_kernels_against_plain_loops(dtype):
     """``_portable_gspmm.gspmm_extreme_backward`` (and the weighted one, with and without the
@@ -334,6 +335,7 @@ def test_fused_max_backward_kernels_against_plain_loops(dtype):
     assert G.backward_columns(128, 2) == 64 and G.backward_columns(16, 2) == 16 and G.backward_columns(70, 2) == 48
 
 
+@pytest.mark.native_only  # plain loops of one portable path (no target-specific code)
 def test_csr_values_puts_each_edge_weight_at_its_entry():
     """``_portable_gspmm.csr_values`` (the fused weighted sums' values in CSR order): out[p] =
     values[perm[p]] for every entry, with empty rows and tasks of one row, several, or none."""
