@@ -118,18 +118,20 @@ def _signature(r):
     return (r.op, r.status, re.sub(r"[-+0-9.e]+", "#", r.message.split("; input:")[0])[:120])
 
 
-def campaign(name, ops, budget, *, log=print, seed=None, **kw):
+def campaign(name, ops, budget, *, log=print, seed=None, clock=time.perf_counter, **kw):
     """--time-budget: rounds of every op with fresh seeds until ``budget`` seconds are spent (an op
     running at the end is stopped by its op timeout); every distinct failure (``_signature``) is
     kept, its counterexample saved with a round tag. Returns one merged report per op: examples
-    and counts summed over rounds, the first failure of each distinct kind in ``extra``."""
+    and counts summed over rounds, the first failure of each distinct kind in ``extra``.
+    ``clock``: the seconds the budget is counted in (a test passes one that ends after a number of
+    rounds, whatever the machine's speed)."""
     import random
 
-    t_end = time.perf_counter() + budget
+    t_end = clock() + budget
     rng = random.Random(seed) if seed is not None else random.SystemRandom()
     merged, seen, rounds = {}, set(), 0
-    while time.perf_counter() < t_end:
-        left = t_end - time.perf_counter()
+    while clock() < t_end:
+        left = t_end - clock()
         reps = run(name, ops, seed=rng.randrange(2**32), op_timeout=max(left, 1.0), clean=rounds == 0,
                    file_tag=f"-round{rounds}", log=lambda *a: None, progress=False, **kw)
         for r in reps:
@@ -159,15 +161,15 @@ def campaign(name, ops, budget, *, log=print, seed=None, **kw):
                     {"round": rounds, "status": r.status, "message": r.message[:500], "replay_file": r.replay_file})
         rounds += 1
         log(f"  round {rounds}: {sum(r.examples for r in reps)} examples, "
-            f"{len(seen)} distinct failures so far, {max(0.0, t_end - time.perf_counter()):.0f} s left")
+            f"{len(seen)} distinct failures so far, {max(0.0, t_end - clock()):.0f} s left")
     out = [merged[op] for op in ops if op in merged]
     for r in out:
         r.extra["rounds"] = rounds
     return out
 
 
-def mutation_score(base, ops, *, s, max_examples, seed, derandomize, log=print):
-    """Every fault injected into ``base``: rows (name, detected, report, ops) where detected is
+def mutation_score(base, ops, *, s, max_examples, seed, derandomize, log=print, names=None):
+    """Every fault (or those named in ``names``) injected into ``base``: rows (name, detected, report, ops) where detected is
     True (a comparison failed), False (MISSED) or None (N/A: the backend has none of the fault's
     ops, or takes none of the inputs the fault can act on). A fault counts as detected only by a
     failed comparison: inputs its wrapper cannot simulate are rejected, not counted
@@ -175,6 +177,8 @@ def mutation_score(base, ops, *, s, max_examples, seed, derandomize, log=print):
     rows = []
     backend = faults.resolve(base, s)
     for fname, fault in faults.FAULTS.items():
+        if names is not None and fname not in names:
+            continue
         todo = [op for op in ops if op in fault.ops]
         if not any(runner._has(backend, op) for op in todo):
             rows.append((fname, None, None, todo))

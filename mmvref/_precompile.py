@@ -347,7 +347,7 @@ def _prepare(m, i):
         P = m.prepare(A)
         P @ i.x
         P @ i.D
-        P.rmatvec(i.x[:A.shape[0]])
+        P.rmatvec(i.x[:P.shape[0]])
     for A in i.large[::2]:  # (prepare keeps 32-bit indices where they fit)
         P = m.prepare(A)
         P @ i.xl

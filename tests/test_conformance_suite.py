@@ -18,16 +18,22 @@ from conformance.suite import mutation_score
 pytestmark = pytest.mark.native_only  # the suite's own logic: not target-dependent
 
 
-def test_every_fault_is_detected_with_a_counterexample():
+def test_the_fault_catalogue_is_not_empty():
+    assert len(faults.FAULTS) >= 12
+
+
+# one case per fault, so that pytest-xdist spreads the mutation score over its workers (one test
+# of every fault took 119 s of one worker with a cold Numba cache)
+@pytest.mark.parametrize("fault", list(faults.FAULTS))
+def test_every_fault_is_detected_with_a_counterexample(fault):
     rows = mutation_score("mmvref", list(strategies.STRATEGIES), s=8,
                           max_examples=runner.PROFILES["ci"]["max_examples"], seed=None, derandomize=True,
-                          log=lambda *a: None)  # the ci profile catches every fault
-    assert len(rows) >= 12
-    missed = [name for name, caught, _, _ in rows if not caught]  # N/A (None) counts as missed here
-    assert not missed, f"faults not detected: {missed}"
-    for name, _, rep, _ in rows:
-        assert rep.counterexample and rep.message and rep.command, name
-        assert "cannot simulate" not in rep.message, name
+                          log=lambda *a: None, names=[fault])  # the ci profile catches every fault
+    assert [name for name, _, _, _ in rows] == [fault]
+    _, caught, rep, _ = rows[0]
+    assert caught, f"fault not detected: {fault}"  # N/A (None) counts as missed here
+    assert rep.counterexample and rep.message and rep.command, fault
+    assert "cannot simulate" not in rep.message, fault
 
 
 def test_reports_validate_and_failures_replay(tmp_path, capsys):
@@ -357,8 +363,24 @@ def test_progress_lines_in_logs(tmp_path, monkeypatch, capsys):
     assert "examples so far" in capsys.readouterr().out  # captured stdout is not a TTY, like a CI log
 
 
+def _op_parts():
+    """Every op and stage of the suite in three parts of whole families (``jobs.family_parts``): one
+    run of all of them took 53 s of one pytest-xdist worker with a cold Numba cache."""
+    from conformance import jobs, session
+
+    parts = jobs.family_parts(session.requested_ops(None), 3)
+    return [sum(parts[i::3], []) for i in range(3)]
+
+
+def test_the_op_parts_hold_every_op_once():
+    from conformance import session
+
+    assert sorted(sum(_op_parts(), [])) == sorted(session.requested_ops(None))
+
+
+@pytest.mark.parametrize("ops", _op_parts(), ids=lambda ops: ops[0])
 @pytest.mark.parametrize("backend", ["npu.testing:CpuTcuscanBackend"])  # ops and stages: the suite's paths
-def test_a_run_prints_no_warnings_of_its_own(backend, tmp_path):
+def test_a_run_prints_no_warnings_of_its_own(backend, ops, tmp_path):
     """Every op and stage through the CLI with every warning shown (-W always): nothing on stderr
     comes from the suite, the golden model or the fast ops (found this way: fp16 "large" draws
     overflowing to inf in the strategies, a float32 bound overflowing in the stage checks)."""
@@ -370,7 +392,7 @@ def test_a_run_prints_no_warnings_of_its_own(backend, tmp_path):
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
     p = subprocess.run([sys.executable, "-W", "always", "-m", "conformance", "--backend", backend, "--profile",
-                        "ci", "--db", str(tmp_path)], capture_output=True, text=True,
+                        "ci", "--db", str(tmp_path), "--ops", *ops], capture_output=True, text=True,
                        env=env, cwd=tmp_path, timeout=900)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     own = [line for line in p.stderr.splitlines()
