@@ -684,6 +684,15 @@ def _wide_columns_matrix(rng, n=1 << 16):
     return indptr, np.concatenate(cols).astype(np.int32), n
 
 
+def _values_and_x(rng, indptr, indices, n, values, x_dtype):
+    """Random values of dtype ``values`` for a matrix's entries and an x of ``x_dtype``: (A as the
+    (indptr, indices, data, shape) tuple, data, x, m)."""
+    m = indptr.size - 1
+    data = rng.standard_normal(indices.size).astype(values)
+    x = rng.standard_normal(n).astype(x_dtype)
+    return (indptr, indices, data, (m, n)), data, x, m
+
+
 @pytest.mark.parametrize("per_thread", [1, 3])
 @pytest.mark.parametrize("values, x_dtype", [(np.float32, np.float32), (np.float64, np.float64),
                                              (np.float32, np.float64), (np.float16, np.float32)])
@@ -694,10 +703,7 @@ def test_compact_columns_are_read_by_the_spmv_and_give_spmvs_bits(per_thread, va
     per-row bound of the plain-loop oracle; pickling carries the copy, update_values keeps it."""
     rng = np.random.default_rng(11)
     indptr, indices, n = _wide_columns_matrix(rng)
-    m = indptr.size - 1
-    data = rng.standard_normal(indices.size).astype(values)
-    x = rng.standard_normal(n).astype(x_dtype)
-    A = (indptr, indices, data, (m, n))
+    A, data, x, m = _values_and_x(rng, indptr, indices, n, values, x_dtype)
     with chunks(per_thread):
         P = mmvref.prepare(A)
         assert P._columns.dtype == np.uint16 and np.array_equal(P._columns, indices)
@@ -898,10 +904,7 @@ def test_short_rows_that_share_columns_are_summed_in_pairs_with_spmvs_bits(per_t
     loop); pickling carries them, update_values and a new thread count keep them."""
     rng = np.random.default_rng(n + per_thread)
     indptr, indices, n = _paired_rows_matrix(rng, n, regular)
-    m = indptr.size - 1
-    data = rng.standard_normal(indices.size).astype(values)
-    x = rng.standard_normal(n).astype(x_dtype)
-    A = (indptr, indices, data, (m, n))
+    A, data, x, m = _values_and_x(rng, indptr, indices, n, values, x_dtype)
     with chunks(per_thread):
         P = mmvref.prepare(A)
         assert P._pairs is not None and P._shared is None
