@@ -352,6 +352,36 @@ def test_csr_values_puts_each_edge_weight_at_its_entry():
             np.testing.assert_array_equal(out, values[perm], err_msg=f"n={n} E={E} tasks={n_tasks}")
 
 
+def _row_tasks_oracle(indptr, n_tasks):
+    """Plain loop: task t ends at the first row r with indptr[r] + r >= (total * t) // n_tasks,
+    total = nnz + rows (or at the last row)."""
+    n = len(indptr) - 1
+    total = int(indptr[n]) + n
+    bounds, r = [0], 0
+    for t in range(1, n_tasks):
+        while r < n and int(indptr[r]) + r < (total * t) // n_tasks:
+            r += 1
+        bounds.append(r)
+    return bounds + [n]
+
+
+def test_row_tasks_split_rows_and_entries_evenly():
+    """``_portable_gspmm.row_tasks`` (the fused kernels' row tasks): against a plain loop, with
+    empty rows, one giant row, fewer rows than tasks and no rows."""
+    from mmvref._fast.sparse import _portable_gspmm as G
+
+    rng = np.random.default_rng(12)
+    cases = [np.zeros(1, np.int64), np.array([0, 0, 0, 0]), np.array([0, 1000, 1000, 1001]),
+             np.array([0, 5]), np.concatenate([[0], np.cumsum(rng.integers(0, 4, 500))]),
+             np.concatenate([[0], np.cumsum(rng.zipf(1.5, 300) % 5000)])]
+    for indptr in cases:
+        indptr = np.asarray(indptr, np.int64)
+        for n_tasks in (1, 2, 3, 8, 17):
+            got = G.row_tasks(indptr, n_tasks)
+            assert got.dtype == np.int64
+            assert got.tolist() == _row_tasks_oracle(indptr.tolist(), n_tasks), (indptr[:8], n_tasks)
+
+
 def _spgemm_oracle(A, B, rdt):
     rows = []
     for r in range(A.shape[0]):

@@ -829,12 +829,15 @@ def spmm_into_any_k(indptr, indices, data, D, out, tasks):
     """out = A D for a float CSR whose structure its builder made valid (``mmvref.pyg``'s graphs)
     and row ``tasks`` of the caller's: ``spmm_arrays``'s products and bits, by the kernel compiled
     once for every k (``rows_kernel(None, ...)``: a graph's feature widths are not known when a
-    precompile runs). data, D (n, k) and out (m, k) of one float dtype, D and out C-contiguous."""
-    bad = np.zeros(tasks.size - 1, np.bool_)
+    precompile runs). data, D (n, k) and out (m, k) of one float dtype, D and out C-contiguous. The
+    structure is not checked (the kernel for any k reads none of its rows' checks): the caller's
+    builder guarantees offsets in order and columns in [0, n)."""
     KM.rows_kernel(None, tasks.size > 2)(indptr, indices, data, D.reshape(-1), D.shape[1], D.shape[0],
-                                         out.reshape(-1), tasks, bad)
-    if bad.any():
-        raise_invalid(indptr, indices, data, D.shape[0])
+                                         out.reshape(-1), tasks, _NO_FLAGS)
+
+
+#: ``spmm_into_any_k``'s ``bad`` argument, which its kernel never writes
+_NO_FLAGS = np.zeros(1, np.bool_)
 
 
 class BoundSpmm:
