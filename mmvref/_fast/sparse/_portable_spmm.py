@@ -21,7 +21,8 @@ k = 4 23 -> 4.6 ms (torch 4.2), k = 1 23 -> 4.4 ms (torch 4.9).
 Structure checks are fused: a row whose offsets are out of order or past nnz,
 or whose column indices leave [0, n) (a min and a max over the row before its
 products), sets ``bad[t]`` and ends the task before anything is read out of
-range; the caller raises the error. D and out are flat (k per row); offsets
+range; the caller raises the error. (Not in the kernel for any k, whose callers build
+their structures valid: ``rows_kernel``.) D and out are flat (k per row); offsets
 are unsigned so that no index needs a wrap-around select.
 
 Cold start (a user's first call compiles the kernel; issue 31): the kernel

@@ -825,6 +825,10 @@ def spmm_arrays(indptr, indices, data, D, m, n, overflow, tasks=None, out=None, 
     return res if out is None else out
 
 
+#: ``spmm_into_any_k``'s ``bad`` argument, which its kernel never writes
+_NO_FLAGS = np.zeros(1, np.bool_)
+
+
 def spmm_into_any_k(indptr, indices, data, D, out, tasks):
     """out = A D for a float CSR whose structure its builder made valid (``mmvref.pyg``'s graphs)
     and row ``tasks`` of the caller's: ``spmm_arrays``'s products and bits, by the kernel compiled
@@ -834,10 +838,6 @@ def spmm_into_any_k(indptr, indices, data, D, out, tasks):
     builder guarantees offsets in order and columns in [0, n)."""
     KM.rows_kernel(None, tasks.size > 2)(indptr, indices, data, D.reshape(-1), D.shape[1], D.shape[0],
                                          out.reshape(-1), tasks, _NO_FLAGS)
-
-
-#: ``spmm_into_any_k``'s ``bad`` argument, which its kernel never writes
-_NO_FLAGS = np.zeros(1, np.bool_)
 
 
 class BoundSpmm:
