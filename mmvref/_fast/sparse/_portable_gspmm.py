@@ -85,7 +85,7 @@ def row_tasks(indptr, n_tasks):
     the total. numpy, not a kernel: once per graph and thread count, and a Numba loop cost a first
     PyG step 0.2 s of compilation (AMD Zen 3)."""
     n = indptr.shape[0] - 1
-    before = indptr.astype(np.int64) + np.arange(n + 1, dtype=np.int64)
+    before = indptr + np.arange(n + 1, dtype=np.int64)  # (int64 for any integer indptr: a new array)
     bounds = np.empty(n_tasks + 1, np.int64)
     bounds[0] = 0
     bounds[1:n_tasks] = np.searchsorted(before, (before[n] * np.arange(1, n_tasks, dtype=np.int64)) // n_tasks)
