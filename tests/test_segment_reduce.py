@@ -594,6 +594,69 @@ def test_scatter_private_copies_combine_in_position_order(dt, F):
     assert (buf[n - 3:] == 0).all()
 
 
+@pytest.mark.native_only  # one portable kernel (see the module docstring)
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+@pytest.mark.parametrize("path", ["private", "direct"])
+def test_scatter_min_max_keep_the_first_of_tied_zeros_and_nans(dt, path):
+    """Unsorted float scatter min/max, with and without positions, on its private-copy path (ties
+    across threads' pieces) and its owned-ids path: zeros of either sign, worse values and a few
+    NaNs at random, rows of 1 and 31 features (every vector block width); a zero result
+    has the first tied zero's sign, NaN where a NaN came (positions: the first NaN's), as the
+    plain loop gives."""
+    import numba
+
+    from mmvref._fast.segment import _nd
+
+    T = numba.get_num_threads()
+    E = 4096 * max(2, T) + 37
+    rng = np.random.default_rng(7)
+    index = rng.integers(0, 40, E)     # 40 targets: many ties per target and piece
+    ran = []
+    # 31 features = vector blocks of 16, 8, 4, 2 and 1; one feature: the scalar loop
+    for F in ((1, 31) if path == "private" else (31,)):
+        # the owned-ids path: more ids than the threads' private copies may hold
+        n = 40 if path == "private" else _nd._PRIVATE_BYTES // (T * F * np.dtype(dt).itemsize) + 1
+        for reduce in ("min", "max"):
+            # zeros of both signs are the result in most (id, feature) cells, NaN in about one in six
+            worse = 1.0 if reduce == "min" else -1.0
+            x = rng.choice([0.0, -0.0, worse, worse * np.inf, np.nan], (E, F), p=[.45, .45, .05, .049, .001])
+            x = x.astype(dt)
+            want_v = np.zeros((n, F))
+            want_a = np.full((n, F), E, np.int64)
+            nan_any = np.zeros((n, F), bool)
+            for v in range(40):
+                m = np.nonzero(index == v)[0].tolist()
+                for k in range(F):
+                    want_v[v, k], want_a[v, k] = O._reduce_one([float(x[e, k]) for e in m], m, reduce, False, E)
+                    nan_any[v, k] = any(math.isnan(x[e, k]) for e in m)
+            with _spy(_nd.R, f"scatter_{path}_float", ran):
+                plain = mmvref.scatter(x, index, dim_size=n, reduce=reduce)
+                got, arg = mmvref.scatter(x, index, dim_size=n, reduce=reduce, return_arg=True)
+            for g in (plain, got):
+                g = g.astype(np.float64)
+                assert (np.isnan(g) == nan_any).all(), (F, reduce)
+                ok = ~nan_any
+                assert (g[ok] == want_v[ok]).all() and (np.signbit(g[ok]) == np.signbit(want_v[ok])).all(), (F, reduce)
+            assert (arg == want_a).all(), (F, reduce)
+    assert len(ran) == (8 if path == "private" else 4), (path, len(ran))  # every call took that path
+
+
+@contextlib.contextmanager
+def _spy(module, name, calls):
+    """Record each use of ``module.name`` (a kernel getter) in ``calls`` while the block runs."""
+    real = getattr(module, name)
+
+    def getter(*a, **k):
+        calls.append(a)
+        return real(*a, **k)
+
+    setattr(module, name, getter)
+    try:
+        yield
+    finally:
+        setattr(module, name, real)
+
+
 # ----------------------------------------------------------------------------- empty input, N = 0, conventions
 
 @pytest.mark.native_only  # semantics, not a per-target kernel (see the module docstring)

@@ -196,6 +196,18 @@ def _count_dtype(op, E):
     return None
 
 
+_UINT_OF = {4: np.uint32, 8: np.uint64}
+
+
+def _blend(a, b, take):
+    """a[take] = b[take] in place, arithmetically: a += (b - a) * take in wrapping unsigned (or,
+    for positions, exact signed) words, the same bits as a masked copy (which measured 11 ms
+    against this 1.7 ms at 2.6e6 random positions)."""
+    step = np.subtract(b, a)
+    np.multiply(step, take, out=step)
+    np.add(a, step, out=a)
+
+
 def _scatter_float(x3, index, op, n, cdt, want_arg, buf3=None):
     """scatter's direct float paths (no sort): private copies per thread piece when they are
     small, else ownership of id ranges (see ``scatter``), into ``buf3`` when given. Returns
@@ -228,16 +240,15 @@ def _scatter_float(x3, index, op, n, cdt, want_arg, buf3=None):
                     np.add(out3, q, out=out3)
                 elif op == R.PROD:
                     np.multiply(out3, q, out=out3)
-                elif not want_arg:  # NaN propagates and a tie keeps the first piece's: the sequential rule
-                    (np.minimum if op == R.MIN else np.maximum)(out3, q, out=out3)
-                else:  # which copy wins, decided before the values combine; its position blended in
-                    # arithmetically (a masked copy at random masks measured 11 ms, this 1.7 ms, at 2.6e6)
+                else:  # the sequential rule: a later piece's value where strictly better or a NaN
+                    # (with positions: a NaN over a number only); ties keep the earlier piece's, so
+                    # -0.0 and +0.0 come out as the sorted path gives them (np.maximum does not say
+                    # which of two equal values it returns)
                     take = (q < out3) if op == R.MIN else (q > out3)
-                    take |= np.isnan(q) & ~np.isnan(out3)
-                    (np.minimum if op == R.MIN else np.maximum)(out3, q, out=out3)
-                    step = np.subtract(parg[p], arg3)  # positions differ by less than E: no overflow
-                    np.multiply(step, take, out=step)
-                    np.add(arg3, step, out=arg3)
+                    take |= (np.isnan(q) & ~np.isnan(out3)) if want_arg else np.isnan(q)
+                    _blend(out3.view(_UINT_OF[cdt.itemsize]), q.view(_UINT_OF[cdt.itemsize]), take)
+                    if want_arg:
+                        _blend(arg3, parg[p], take)
                 counts += pcount[p]  # (min/max: 0/1 marks, summed: still 0 only where empty)
             if op == R.MEAN:
                 np.divide(out3, np.maximum(counts, 1).astype(cdt)[None, :, None], out=out3)

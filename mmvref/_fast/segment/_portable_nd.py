@@ -56,7 +56,7 @@ from numba import njit, prange
 
 from .._variants import TaskBody
 
-from ._portable_nd_vec import MAX, MEAN, MIN, PROD, ROW_STEPS, ROW_W, SUM, vreduce, vrow
+from ._portable_nd_vec import MAX, MEAN, MIN, PROD, ROW_STEPS, ROW_W, SUM, vextreme_into, vreduce, vrow
 
 REDUCE_CODES = {"sum": SUM, "add": SUM, "mean": MEAN, "min": MIN, "max": MAX, "prod": PROD, "mul": PROD}
 
@@ -647,21 +647,6 @@ def _accumulate(x, B, E, F, index, e0, e1, v0, v1, n, op, out, arg, want_arg, co
                 orow = out[(b * n + v) * F:(b * n + v + 1) * F]
                 for k in range(F):
                     orow[k] *= xr[k]
-    elif want_arg:
-        for e in range(e0, e1):
-            v = index[e]
-            if own and (v < v0 or v >= v1):
-                continue
-            counts[v] = 1
-            for b in range(B):
-                xr = x[(b * E + e) * F:(b * E + e + 1) * F]
-                orow = out[(b * n + v) * F:(b * n + v + 1) * F]
-                arow = arg[(b * n + v) * F:(b * n + v + 1) * F]
-                for k in range(F):
-                    w = xr[k]
-                    if _better(w, orow[k], op):
-                        orow[k] = w
-                        arow[k] = e
     else:
         for e in range(e0, e1):
             v = index[e]
@@ -669,12 +654,35 @@ def _accumulate(x, B, E, F, index, e0, e1, v0, v1, n, op, out, arg, want_arg, co
                 continue
             counts[v] = 1
             for b in range(B):
-                xr = x[(b * E + e) * F:(b * E + e + 1) * F]
-                orow = out[(b * n + v) * F:(b * n + v + 1) * F]
-                for k in range(F):
-                    w = xr[k]
-                    c = orow[k]
-                    orow[k] = w if (w < c if op == MIN else w > c) or w != w else c
+                _extreme_into_row(x, (b * E + e) * F, out, (b * n + v) * F, arg, e, op == MIN, F, want_arg)
+
+
+@njit(cache=True, inline="always")
+def _extreme_into_row(x, xo, out, oo, arg, e, is_min, F, want_arg):
+    """out[oo:oo + F] = the running min/max with x[xo:xo + F] (and arg = e where x's value is
+    taken, when ``want_arg``), by whole vectors of 8 and 4 lanes and then lane by lane
+    (``vextreme_into``). A loop Numba vectorizes runs 32 float32 lanes a step on AVX2, so rows
+    of 16 never entered it; and its select-then-store became a masked store."""
+    k = np.int64(0)
+    F = np.int64(F)
+    while F - k >= 8:
+        if want_arg:
+            vextreme_into(x, xo + k, out, oo + k, arg, e, is_min, 8, True)
+        else:
+            vextreme_into(x, xo + k, out, oo + k, arg, e, is_min, 8, False)
+        k += 8
+    if F - k >= 4:
+        if want_arg:
+            vextreme_into(x, xo + k, out, oo + k, arg, e, is_min, 4, True)
+        else:
+            vextreme_into(x, xo + k, out, oo + k, arg, e, is_min, 4, False)
+        k += 4
+    while k < F:
+        if want_arg:
+            vextreme_into(x, xo + k, out, oo + k, arg, e, is_min, 1, True)
+        else:
+            vextreme_into(x, xo + k, out, oo + k, arg, e, is_min, 1, False)
+        k += 1
 
 
 #: ``coo_bounds`` takes numpy where the positions plus the ids are at most this many: as fast there

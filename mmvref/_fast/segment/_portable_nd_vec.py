@@ -17,9 +17,9 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._portable_vec import _call, counted_loop
+from ._portable_vec import _call, counted_loop, freeze
 
-__all__ = ["vreduce", "vrow", "ROW_W", "ROW_STEPS", "SUM", "MEAN", "MIN", "MAX", "PROD"]
+__all__ = ["vreduce", "vrow", "vextreme_into", "ROW_W", "ROW_STEPS", "SUM", "MEAN", "MIN", "MAX", "PROD"]
 
 #: reduction codes (runtime values in the kernels, literals here)
 SUM, MEAN, MIN, MAX, PROD = 0, 1, 2, 3, 4
@@ -150,6 +150,50 @@ def vreduce(typingctx, x, rows, lo, hi, F, xb0, out, ob, arg, mm, op, width, use
     sig = types.void(x, rows, types.int64, types.int64, types.int64, types.int64, out, types.int64, arg, mm,
                      op, width, types.boolean, want_arg)
     return sig, lambda c, b, s, a: _codegen(o, W, track, c, b, s, a)
+
+
+def _extreme_into_codegen(W, track, context, builder, sig, args):
+    x_t, out_t, arg_t = sig.args[0], sig.args[2], sig.args[4]
+    x = context.make_array(x_t)(context, builder, args[0]).data
+    out = context.make_array(out_t)(context, builder, args[2]).data
+    xo, oo, e, is_min = args[1], args[3], args[5], args[6]
+    vt = ir.VectorType(context.get_value_type(x_t.dtype), W)
+    eb = x_t.dtype.bitwidth // 8
+    w = builder.load(builder.bitcast(builder.gep(x, [xo], inbounds=True), vt.as_pointer()), align=eb)
+    po = builder.bitcast(builder.gep(out, [oo], inbounds=True), vt.as_pointer())
+    c = builder.load(po, align=eb)
+    better = builder.select(is_min, builder.fcmp_ordered("<", w, c), builder.fcmp_ordered(">", w, c))
+    nan = builder.fcmp_unordered("uno", w, w)
+    if track:  # a NaN replaces a number and then stays: its position is the first NaN's
+        nan = builder.and_(nan, builder.fcmp_ordered("ord", c, c))
+    take = builder.or_(better, nan)  # without positions a later NaN replaces a NaN: NaN either way
+    builder.store(freeze(builder, builder.select(take, w, c)), po, align=eb)
+    if track:
+        arg = context.make_array(arg_t)(context, builder, args[4]).data
+        at = ir.VectorType(context.get_value_type(arg_t.dtype), W)
+        pa = builder.bitcast(builder.gep(arg, [oo], inbounds=True), at.as_pointer())
+        ab = arg_t.dtype.bitwidth // 8
+        es = _splat(builder, builder.trunc(e, at.element) if at.element.width < 64 else e, at)
+        builder.store(freeze(builder, builder.select(take, es, builder.load(pa, align=ab))), pa, align=ab)
+    return context.get_dummy_value()
+
+
+@intrinsic
+def vextreme_into(typingctx, x, xo, out, oo, arg, e, is_min, width, want_arg):
+    """One step of a running min (``is_min``) or max kept in memory: for the ``width`` lanes j,
+    out[oo + j] = x[xo + j] where it is strictly smaller (larger) or a NaN, and, when
+    ``want_arg``, arg[oo + j] = e there too. The NaN rule is ``_better``'s with positions (the
+    first NaN stays) and the plain loop's without (any NaN replaces). Both stores are whole
+    vectors (see ``freeze``). x, out: 1-D C arrays of one float dtype; arg: 1-D C int32/int64
+    (e fits it); ``width`` a literal int, ``want_arg`` a literal bool."""
+    if not (isinstance(width, types.IntegerLiteral) and isinstance(want_arg, types.BooleanLiteral)):
+        return None
+    if not (isinstance(x, types.Array) and isinstance(x.dtype, types.Float) and isinstance(out, types.Array)
+            and out.dtype == x.dtype and isinstance(arg, types.Array) and isinstance(arg.dtype, types.Integer)):
+        return None
+    W, track = width.literal_value, want_arg.literal_value
+    sig = types.void(x, types.int64, out, types.int64, arg, types.int64, types.boolean, width, want_arg)
+    return sig, lambda c, b, s, a: _extreme_into_codegen(W, track, c, b, s, a)
 
 
 # ----------------------------------------------------------------------------- one column

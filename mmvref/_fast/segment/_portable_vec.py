@@ -9,7 +9,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["adjacent_diff", "block_prefix", "count_nonzero_or", "counted_loop", "load_lanes", "rows_from_prefix", "same_width", "scan_range", "strided_loop", "sum_i64"]
+__all__ = ["adjacent_diff", "block_prefix", "count_nonzero_or", "counted_loop", "freeze", "load_lanes", "rows_from_prefix", "same_width", "scan_range", "strided_loop", "sum_i64"]
 
 _I1, _I32, _I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 _OPAQUE = ir.PointerType()
@@ -21,6 +21,28 @@ def _call(builder, name, ret, args):
     if fn is None:
         fn = ir.Function(builder.module, ir.FunctionType(ret, [a.type for a in args]), name=name)
     return builder.call(fn, args)
+
+
+class _Freeze(ir.instructions.Instruction):
+    """LLVM's ``freeze`` (llvmlite's builder has none)."""
+
+    def __init__(self, parent, value):
+        super().__init__(parent, value.type, "freeze", [value])
+
+    def descr(self, buf):
+        [v] = self.operands
+        buf.append(f"freeze {v.type} {v.get_reference()}\n")
+
+
+def freeze(builder, value):
+    """``value`` unchanged, behind LLVM's ``freeze``. Storing it where a select chose between it and
+    what was loaded from the same place keeps the store whole: without the freeze, LLVM's DAG
+    combiner turns store(select(m, v, load p), p) into a masked store, which on AVX2 is
+    vmaskmovps/pd, slow on AMD Zen (scatter max, F = 16, 1e7 random positions, Zen 3: 831 ms
+    masked, 281 ms frozen; the sum's plain stores: 351 ms)."""
+    instr = _Freeze(builder.block, value)
+    builder._insert(instr)
+    return instr
 
 
 def _splat(builder, val, vt):
