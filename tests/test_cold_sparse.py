@@ -249,9 +249,10 @@ def test_spmm_kernel_for_every_k_gives_the_oracles_bits(dtype):
             np.testing.assert_array_equal(out, want, err_msg=f"k={k} tasks={tasks}")
 
 
-def _extreme_oracle(indptr, col, perm, x, is_max):
+def _extreme_oracle(indptr, col, perm, x, is_max, w=None):
     """Plain loops: each output the first extreme of its row in CSR order (a NaN takes the place)
-    and its edge id; rows without entries 0 and -1."""
+    and its edge id; rows without entries 0 and -1. With weights w (E, heads): of the products
+    w[e, f // C] * x[src, f] (C = F / heads), each rounded once."""
     n, F = indptr.size - 1, x.shape[1]
     out = np.zeros((n, F), x.dtype)
     arg = np.full((n, F), -1, np.int32)
@@ -259,6 +260,8 @@ def _extreme_oracle(indptr, col, perm, x, is_max):
         for f in range(F):
             for j, p in enumerate(range(indptr[i], indptr[i + 1])):
                 v = x[col[p], f]
+                if w is not None:
+                    v = w[perm[p], f // (F // w.shape[1])] * v
                 if j == 0 or v != v or (v > out[i, f] if is_max else v < out[i, f]):
                     out[i, f], arg[i, f] = v, perm[p]
     return out, arg
@@ -266,7 +269,7 @@ def _extreme_oracle(indptr, col, perm, x, is_max):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_fused_max_and_min_kernel_against_plain_loops(dtype):
-    """``_portable_gspmm.gspmm_extreme`` (mmvref.pyg's max/min aggregation): register blocks of 64
+    """``_portable_gspmm.gspmm_extreme`` (mmvref.pyg's max/min aggregation): register blocks of 32
     down to 1 column, every width k takes (1-20, 37, 85, 130); ties, NaN and -0.0 among the values;
     empty rows; one task and several. Values bit for bit, edge ids equal."""
     from mmvref._fast.sparse import _portable_gspmm as G
@@ -288,6 +291,35 @@ def test_fused_max_and_min_kernel_against_plain_loops(dtype):
                 np.testing.assert_array_equal(out.view(f"u{out.itemsize}"), want.view(f"u{out.itemsize}"),
                                               err_msg=f"k={k} max={is_max}")
                 np.testing.assert_array_equal(arg, want_arg, err_msg=f"k={k} max={is_max}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_weighted_max_and_min_kernel_against_plain_loops(dtype):
+    """``_portable_gspmm.gspmm_extreme_weighted`` (max/min of edge-weighted source rows, a weight
+    per edge and head): 1, 2 and 3 heads; head widths that take every register block (32 down to
+    1 column); weights of both signs and zero, NaN and -0.0 among the values; empty rows; one task
+    and several. Values bit for bit, edge ids equal."""
+    from mmvref._fast.sparse import _portable_gspmm as G
+
+    rng = np.random.default_rng(10)
+    n, E = 30, 200
+    indptr, col, perm, ok = G.csr_by_key(rng.integers(0, n - 3, E), rng.integers(0, n, E), n, n)
+    assert ok
+    for heads, C in ((1, 1), (1, 63), (2, 5), (3, 20), (2, 32)):
+        F = heads * C
+        x = rng.integers(-3, 3, (n, F)).astype(dtype)
+        x[rng.random((n, F)) < 0.05] = np.nan
+        x[rng.random((n, F)) < 0.05] = -0.0
+        w = rng.choice(np.array([-1.5, -1.0, 0.0, 0.5, 2.0]), (E, heads)).astype(dtype)
+        for is_max in (True, False):
+            want, want_arg = _extreme_oracle(indptr, col, perm, x, is_max, w)
+            for tasks in (np.array([0, n]), np.array([0, 3, 20, 21, n])):
+                out = np.full((n, F), 5, dtype)
+                arg = np.full((n, F), 5, np.int32)
+                G.gspmm_extreme_weighted(tasks, indptr, col, perm, w, heads, x, out, arg, is_max)
+                np.testing.assert_array_equal(out.view(f"u{out.itemsize}"), want.view(f"u{out.itemsize}"),
+                                              err_msg=f"heads={heads} C={C} max={is_max}")
+                np.testing.assert_array_equal(arg, want_arg, err_msg=f"heads={heads} C={C} max={is_max}")
 
 
 @pytest.mark.native_only  # plain loops of one portable path (no target-specific code)

@@ -34,6 +34,7 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+
 __all__ = ["csr_by_key", "row_tasks", "csr_values", "gspmm_sum_head_weights", "gspmm_extreme", "gspmm_extreme_weighted",
            "gspmm_extreme_backward", "gspmm_extreme_backward_weighted", "backward_columns", "sddmm"]
 
@@ -137,29 +138,41 @@ def gspmm_sum_head_weights(tasks, indptr, col, perm, w, heads, x, out):
                         o[b + c] += wv * xr[b + c]
 
 
-def _extreme_vec_codegen(context, builder, sig, args):
-    col_t, perm_t, x_t, out_t, arg_t = sig.args[0], sig.args[1], sig.args[2], sig.args[6], sig.args[7]
+def _extreme_vec_codegen(context, builder, sig, args, weighted=False):
+    if weighted:  # (col, perm, w, heads, h, x, ...): the weight of entry p is w[perm[p] * heads + h]
+        w_t = sig.args[2]
+        w = context.make_array(w_t)(context, builder, args[2]).data
+        heads, h = args[3], args[4]
+        sig_args, args = (sig.args[0], sig.args[1]) + sig.args[5:], (args[0], args[1]) + tuple(args[5:])
+    else:
+        sig_args = sig.args
+    col_t, perm_t, x_t, out_t, arg_t = sig_args[0], sig_args[1], sig_args[2], sig_args[6], sig_args[7]
     col = context.make_array(col_t)(context, builder, args[0]).data
     perm = context.make_array(perm_t)(context, builder, args[1]).data
     x = context.make_array(x_t)(context, builder, args[2]).data
     out = context.make_array(out_t)(context, builder, args[6]).data
     arg = context.make_array(arg_t)(context, builder, args[7]).data
     p0, p1, F, j0, o, is_max = args[3], args[4], args[5], args[8], args[9], args[10]
-    W = sig.args[11].literal_value
+    W = sig_args[11].literal_value
     et = context.get_value_type(x_t.dtype)
     vt = ir.VectorType(et, W)
     at = ir.VectorType(ir.IntType(32), W)
     eb = x_t.dtype.bitwidth // 8
     i64 = ir.IntType(64)
 
-    def row_block(p):  # x[col[p], j0 : j0 + W] as one vector, and perm[p] splat
+    def splat(val, t):
+        v = builder.insert_element(ir.Constant(t, ir.Undefined), val, ir.IntType(32)(0))
+        return builder.shuffle_vector(v, ir.Constant(t, ir.Undefined), ir.Constant(at, [0] * W))
+
+    def row_block(p):  # x[col[p], j0 : j0 + W] (times the entry's weight) as one vector, and perm[p] splat
         c = builder.sext(builder.load(builder.gep(col, [p], inbounds=True)), i64)
         ptr = builder.gep(x, [builder.add(builder.mul(c, F), j0)], inbounds=True)
         v = builder.load(builder.bitcast(ptr, vt.as_pointer()), align=eb)
         e = builder.load(builder.gep(perm, [p], inbounds=True))
-        es = builder.insert_element(ir.Constant(at, ir.Undefined), e, ir.IntType(32)(0))
-        es = builder.shuffle_vector(es, ir.Constant(at, ir.Undefined), ir.Constant(at, [0] * W))
-        return v, es
+        if weighted:  # w[e, h] * x, one rounding: the product the messages would hold
+            wp = builder.gep(w, [builder.add(builder.mul(builder.sext(e, i64), heads), h)], inbounds=True)
+            v = builder.fmul(splat(builder.load(wp), vt), v)
+        return v, splat(e, at)
 
     v0, e0 = row_block(p0)
     o_p = cgutils.alloca_once(builder, vt)
@@ -180,7 +193,7 @@ def _extreme_vec_codegen(context, builder, sig, args):
     v, es = row_block(q)
     o_v = builder.load(o_p)
     # take = (v > o) | (v != v) for a max, (v < o) | (v != v) for a min: the first extreme of
-    # the row in CSR order, a NaN taking the place (``_extreme_step``'s rule)
+    # the row in CSR order, a NaN taking the place (so a row's last NaN gives its edge id)
     better = builder.select(is_max, builder.fcmp_ordered(">", v, o_v), builder.fcmp_ordered("<", v, o_v))
     take = builder.or_(better, builder.fcmp_unordered("uno", v, v))
     builder.store(builder.select(take, v, o_v), o_p)
@@ -199,7 +212,7 @@ def _extreme_vec_codegen(context, builder, sig, args):
 def extreme_vec(typingctx, col, perm, x, p0, p1, F, out, arg, j0, o, is_max, width):
     """For one row's entries p in [p0, p1) (p1 > p0): out[o : o + width] = the max (``is_max``) or
     min over p of x[col[p] * F + j0 : ... + width] and arg[o : ...] = the perm[p] that gave it,
-    the first in CSR order, a NaN taking the place as ``_extreme_step`` does; one register of
+    the first in CSR order, any NaN taking the place (its edge id the last NaN's); one register of
     values and one of edge ids, each x row block loaded once. x, out flat, of one float dtype;
     col and perm int32; arg int32, flat; width a literal."""
     if not isinstance(width, types.IntegerLiteral):
@@ -209,13 +222,27 @@ def extreme_vec(typingctx, col, perm, x, p0, p1, F, out, arg, j0, o, is_max, wid
     return sig, _extreme_vec_codegen
 
 
+@intrinsic
+def extreme_vec_weighted(typingctx, col, perm, w, heads, h, x, p0, p1, F, out, arg, j0, o, is_max, width):
+    """``extreme_vec`` of the entries' rows times their weights w[perm[p], h] (``w`` flat (E,
+    heads), x's dtype): the block lies in head h's columns."""
+    if not isinstance(width, types.IntegerLiteral) or w.dtype != x.dtype:
+        return None
+    sig = types.void(col, perm, w, types.int64, types.int64, x, types.int64, types.int64, types.int64, out, arg,
+                     types.int64, types.int64, types.boolean, width)
+    return sig, lambda c, b, s, a: _extreme_vec_codegen(c, b, s, a, weighted=True)
+
+
 @njit(parallel=True, cache=True)
 def gspmm_extreme(tasks, indptr, col, perm, x, out, arg, is_max):
     """Max (``is_max``) or min of the source rows and the edge id that gave it (the first in CSR
     order among equals; NaN wins and stays, as in torch's amax/amin); rows without entries give 0
-    and -1. Columns by register blocks of 64, 32, 16, 8, 4, 2 and 1 (``extreme_vec``: the running
-    extreme and its edge ids in registers, a compare and two selects an entry). Before session 18
-    the running row was kept in memory (``_extreme_step``); float32 max, 2 threads, 20k nodes /
+    and -1. Columns by register blocks of 32, 8, 4, 2 and 1 (``extreme_vec``: the running extreme
+    and its edge ids in registers, a compare and two selects an entry). Blocks of 64 and 16 as
+    well, before session 22, spilled registers on AVX2 and compiled 0.3-0.4 s longer; without them,
+    20k nodes / 0.3M edges, float32, AMD Zen 3, 2 threads: F = 16 1.07 -> 0.59 ms, F = 64 8.4 ->
+    3.3, F = 128 16.5 -> 7.2 (float64 F = 128 34.6 -> 19.6), F = 1-7 the same or faster. Before session 18
+    the running row was kept in memory; float32 max, 2 threads, 20k nodes /
     0.3M edges: F = 16 1.27 -> 0.49 ms, F = 32 1.85 -> 0.81, F = 64 2.49 -> 1.50, F = 128 4.4 ->
     4.3 (x no longer fits the L2: memory-bound either way); 140k / 2.1M F = 64 70.8 -> 37.8 ms. Weighted rows:
     ``gspmm_extreme_weighted`` (a kernel of its own, so that a first unweighted step compiles no
@@ -236,16 +263,10 @@ def gspmm_extreme(tasks, indptr, col, perm, x, out, arg, is_max):
                     af[o + f] = -1
                 continue
             j0 = np.int64(0)
-            while F64 - j0 >= 64:
-                extreme_vec(col, perm, xf, p0, p1, F64, of, af, j0, o + j0, is_max, 64)
-                j0 += 64
-            if F64 - j0 >= 32:
+            while F64 - j0 >= 32:
                 extreme_vec(col, perm, xf, p0, p1, F64, of, af, j0, o + j0, is_max, 32)
                 j0 += 32
-            if F64 - j0 >= 16:
-                extreme_vec(col, perm, xf, p0, p1, F64, of, af, j0, o + j0, is_max, 16)
-                j0 += 16
-            if F64 - j0 >= 8:
+            while F64 - j0 >= 8:
                 extreme_vec(col, perm, xf, p0, p1, F64, of, af, j0, o + j0, is_max, 8)
                 j0 += 8
             if F64 - j0 >= 4:
@@ -261,68 +282,44 @@ def gspmm_extreme(tasks, indptr, col, perm, x, out, arg, is_max):
 @njit(parallel=True, cache=True)
 def gspmm_extreme_weighted(tasks, indptr, col, perm, w, heads, x, out, arg, is_max):
     """``gspmm_extreme`` of the weighted source rows: w[e, f // C] * x[src_e, f] (``w`` (E, heads),
-    heads | F)."""
-    F = x.shape[1]
-    C = F // heads
+    heads | F), head by head, each head's C columns by register blocks as there
+    (``extreme_vec_weighted``). Before, the running row was kept in memory and its select-then-store
+    became a masked store on AVX2 (vmaskmovps, slow on AMD Zen)."""
+    n, F = x.shape
+    F64 = np.int64(F)
+    C = F64 // heads
+    H = np.int64(heads)
+    xf = x.reshape(-1)
+    of = out.reshape(-1)
+    af = arg.reshape(-1)
+    wf = w.reshape(-1)
     for t in prange(tasks.shape[0] - 1):
         for i in range(tasks[t], tasks[t + 1]):
-            o = out[i]
-            a = arg[i]
-            p0 = indptr[i]
-            p1 = indptr[i + 1]
+            p0 = np.int64(indptr[i])
+            p1 = np.int64(indptr[i + 1])
+            o = np.int64(i) * F64
             if p0 == p1:
                 for f in range(F):
-                    o[f] = 0
-                    a[f] = -1
+                    of[o + f] = 0
+                    af[o + f] = -1
                 continue
-            e = perm[p0]
-            xr = x[col[p0]]
-            for h in range(heads):
-                wv = w[e, h]
-                for c in range(h * C, h * C + C):
-                    o[c] = wv * xr[c]
-                    a[c] = e
-            for p in range(p0 + 1, p1):
-                e = perm[p]
-                xr = x[col[p]]
-                for h in range(heads):
-                    _extreme_step_weighted(o[h * C:h * C + C], a[h * C:h * C + C], xr[h * C:h * C + C], w[e, h], e,
-                                           is_max)
-
-
-@njit(cache=True)
-def _extreme_step(o, a, xr, e, is_max):
-    """One entry into a row's running max/min ``o`` and edge ids ``a`` (whole views: a loop over
-    0..len with no offset, which LLVM vectorises)."""
-    if is_max:
-        for f in range(o.shape[0]):
-            v = xr[f]
-            take = (v > o[f]) | (v != v)
-            o[f] = v if take else o[f]
-            a[f] = e if take else a[f]
-    else:
-        for f in range(o.shape[0]):
-            v = xr[f]
-            take = (v < o[f]) | (v != v)
-            o[f] = v if take else o[f]
-            a[f] = e if take else a[f]
-
-
-@njit(cache=True)
-def _extreme_step_weighted(o, a, xr, wv, e, is_max):
-    """``_extreme_step`` of the entry's row times its weight ``wv``."""
-    if is_max:
-        for f in range(o.shape[0]):
-            v = wv * xr[f]
-            take = (v > o[f]) | (v != v)
-            o[f] = v if take else o[f]
-            a[f] = e if take else a[f]
-    else:
-        for f in range(o.shape[0]):
-            v = wv * xr[f]
-            take = (v < o[f]) | (v != v)
-            o[f] = v if take else o[f]
-            a[f] = e if take else a[f]
+            for h in range(H):
+                j0 = h * C
+                j1 = j0 + C
+                while j1 - j0 >= 32:
+                    extreme_vec_weighted(col, perm, wf, H, h, xf, p0, p1, F64, of, af, j0, o + j0, is_max, 32)
+                    j0 += 32
+                while j1 - j0 >= 8:
+                    extreme_vec_weighted(col, perm, wf, H, h, xf, p0, p1, F64, of, af, j0, o + j0, is_max, 8)
+                    j0 += 8
+                if j1 - j0 >= 4:
+                    extreme_vec_weighted(col, perm, wf, H, h, xf, p0, p1, F64, of, af, j0, o + j0, is_max, 4)
+                    j0 += 4
+                if j1 - j0 >= 2:
+                    extreme_vec_weighted(col, perm, wf, H, h, xf, p0, p1, F64, of, af, j0, o + j0, is_max, 2)
+                    j0 += 2
+                if j1 - j0 >= 1:
+                    extreme_vec_weighted(col, perm, wf, H, h, xf, p0, p1, F64, of, af, j0, o + j0, is_max, 1)
 
 
 #: the fewest columns per task of the max/min backward (several outputs may route to one source
