@@ -666,22 +666,13 @@ def _extreme_into_row(x, xo, out, oo, arg, e, is_min, F, want_arg):
     k = np.int64(0)
     F = np.int64(F)
     while F - k >= 8:
-        if want_arg:
-            vextreme_into(x, xo + k, out, oo + k, arg, e, is_min, 8, True)
-        else:
-            vextreme_into(x, xo + k, out, oo + k, arg, e, is_min, 8, False)
+        vextreme_into(x, xo + k, out, oo + k, arg, e, is_min, 8, want_arg)
         k += 8
     if F - k >= 4:
-        if want_arg:
-            vextreme_into(x, xo + k, out, oo + k, arg, e, is_min, 4, True)
-        else:
-            vextreme_into(x, xo + k, out, oo + k, arg, e, is_min, 4, False)
+        vextreme_into(x, xo + k, out, oo + k, arg, e, is_min, 4, want_arg)
         k += 4
     while k < F:
-        if want_arg:
-            vextreme_into(x, xo + k, out, oo + k, arg, e, is_min, 1, True)
-        else:
-            vextreme_into(x, xo + k, out, oo + k, arg, e, is_min, 1, False)
+        vextreme_into(x, xo + k, out, oo + k, arg, e, is_min, 1, want_arg)
         k += 1
 
 

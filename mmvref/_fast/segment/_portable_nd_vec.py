@@ -152,11 +152,11 @@ def vreduce(typingctx, x, rows, lo, hi, F, xb0, out, ob, arg, mm, op, width, use
     return sig, lambda c, b, s, a: _codegen(o, W, track, c, b, s, a)
 
 
-def _extreme_into_codegen(W, track, context, builder, sig, args):
+def _extreme_into_codegen(W, context, builder, sig, args):
     x_t, out_t, arg_t = sig.args[0], sig.args[2], sig.args[4]
     x = context.make_array(x_t)(context, builder, args[0]).data
     out = context.make_array(out_t)(context, builder, args[2]).data
-    xo, oo, e, is_min = args[1], args[3], args[5], args[6]
+    xo, oo, e, is_min, track = args[1], args[3], args[5], args[6], args[8]
     vt = ir.VectorType(context.get_value_type(x_t.dtype), W)
     eb = x_t.dtype.bitwidth // 8
     w = builder.load(builder.bitcast(builder.gep(x, [xo], inbounds=True), vt.as_pointer()), align=eb)
@@ -164,11 +164,13 @@ def _extreme_into_codegen(W, track, context, builder, sig, args):
     c = builder.load(po, align=eb)
     better = builder.select(is_min, builder.fcmp_ordered("<", w, c), builder.fcmp_ordered(">", w, c))
     nan = builder.fcmp_unordered("uno", w, w)
-    if track:  # a NaN replaces a number and then stays: its position is the first NaN's
-        nan = builder.and_(nan, builder.fcmp_ordered("ord", c, c))
-    take = builder.or_(better, nan)  # without positions a later NaN replaces a NaN: NaN either way
+    # with positions a NaN replaces a number and then stays (its position is the first NaN's);
+    # without, a later NaN replaces a NaN: NaN either way
+    first_nan = builder.fcmp_ordered("ord", c, c)
+    nan = builder.and_(nan, builder.or_(_splat(builder, builder.not_(track), first_nan.type), first_nan))
+    take = builder.or_(better, nan)
     builder.store(freeze(builder, builder.select(take, w, c)), po, align=eb)
-    if track:
+    with builder.if_then(track):  # (a constant where the caller's is: the branch is folded away)
         arg = context.make_array(arg_t)(context, builder, args[4]).data
         at = ir.VectorType(context.get_value_type(arg_t.dtype), W)
         pa = builder.bitcast(builder.gep(arg, [oo], inbounds=True), at.as_pointer())
@@ -185,15 +187,15 @@ def vextreme_into(typingctx, x, xo, out, oo, arg, e, is_min, width, want_arg):
     ``want_arg``, arg[oo + j] = e there too. The NaN rule is ``_better``'s with positions (the
     first NaN stays) and the plain loop's without (any NaN replaces). Both stores are whole
     vectors (see ``freeze``). x, out: 1-D C arrays of one float dtype; arg: 1-D C int32/int64
-    (e fits it); ``width`` a literal int, ``want_arg`` a literal bool."""
-    if not (isinstance(width, types.IntegerLiteral) and isinstance(want_arg, types.BooleanLiteral)):
+    (e fits it); ``width`` a literal int."""
+    if not isinstance(width, types.IntegerLiteral):
         return None
     if not (isinstance(x, types.Array) and isinstance(x.dtype, types.Float) and isinstance(out, types.Array)
             and out.dtype == x.dtype and isinstance(arg, types.Array) and isinstance(arg.dtype, types.Integer)):
         return None
-    W, track = width.literal_value, want_arg.literal_value
-    sig = types.void(x, types.int64, out, types.int64, arg, types.int64, types.boolean, width, want_arg)
-    return sig, lambda c, b, s, a: _extreme_into_codegen(W, track, c, b, s, a)
+    W = width.literal_value
+    sig = types.void(x, types.int64, out, types.int64, arg, types.int64, types.boolean, width, types.boolean)
+    return sig, lambda c, b, s, a: _extreme_into_codegen(W, c, b, s, a)
 
 
 # ----------------------------------------------------------------------------- one column
