@@ -34,7 +34,6 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-
 __all__ = ["csr_by_key", "row_tasks", "csr_values", "gspmm_sum_head_weights", "gspmm_extreme", "gspmm_extreme_weighted",
            "gspmm_extreme_backward", "gspmm_extreme_backward_weighted", "backward_columns", "sddmm"]
 
