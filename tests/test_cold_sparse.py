@@ -250,8 +250,8 @@ def test_spmm_kernel_for_every_k_gives_the_oracles_bits(dtype):
 
 
 def _extreme_oracle(indptr, col, perm, x, is_max, w=None):
-    """Plain loops: each output the first extreme of its row in CSR order (a NaN takes the place)
-    and its edge id; rows without entries 0 and -1. With weights w (E, heads): of the products
+    """Plain loops: each output the first extreme of its row in CSR order (the first NaN takes the
+    place and keeps it, as ``mmvref.scatter`` with positions) and its edge id; rows without entries 0 and -1. With weights w (E, heads): of the products
     w[e, f // C] * x[src, f] (C = F / heads), each rounded once."""
     n, F = indptr.size - 1, x.shape[1]
     out = np.zeros((n, F), x.dtype)
@@ -262,7 +262,7 @@ def _extreme_oracle(indptr, col, perm, x, is_max, w=None):
                 v = x[col[p], f]
                 if w is not None:
                     v = w[perm[p], f // (F // w.shape[1])] * v
-                if j == 0 or v != v or (v > out[i, f] if is_max else v < out[i, f]):
+                if j == 0 or (v != v and out[i, f] == out[i, f]) or (v > out[i, f] if is_max else v < out[i, f]):
                     out[i, f], arg[i, f] = v, perm[p]
     return out, arg
 

@@ -656,6 +656,46 @@ def test_wide_max_backward_matches_the_oracle(weights):
         torch.testing.assert_close(a, b, **TOL[torch.float64])
 
 
+@pytest.mark.parametrize("reduce", ["max", "min"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_fused_extreme_routes_a_nan_gradient_as_the_unfused_scatter(reduce, weighted):
+    """A destination whose messages hold several NaNs in one column: the fused max/min (value and
+    gradient) equals the unfused route, ``mmvref.torch_scatter`` over the messages x[src] (times the
+    edge weight), whose position is the first NaN's in edge order: one code path's result whichever
+    route the graph takes."""
+    from mmvref import torch_scatter
+
+    n, E, F = 6, 60, 13
+    g = torch.Generator().manual_seed(5)
+    ei = torch.stack([torch.randint(0, n, (E,), generator=g), torch.randint(0, n, (E,), generator=g)])
+    x = torch.randn(n, F, generator=g, dtype=torch.float64)
+    x[torch.rand(n, F, generator=g) < 0.3] = float("nan")
+    x.requires_grad_()
+    w = torch.rand(E, generator=g, dtype=torch.float64).add_(0.5).requires_grad_() if weighted else None
+    graph = Graph.from_edges(ei[1].numpy(), ei[0].numpy(), n, n)
+    out = gspmm(graph, x, w, reduce, 1)
+    msgs = x[ei[0]] if w is None else x[ei[0]] * w.view(-1, 1)
+    fn = torch_scatter.scatter_max if reduce == "max" else torch_scatter.scatter_min
+    want, pos = fn(msgs, ei[1], dim=0, dim_size=n)
+    assert torch.isnan(want).sum() > 0
+    torch.testing.assert_close(out, want, rtol=0, atol=0, equal_nan=True)
+    up = torch.randn(n, F, generator=g, dtype=torch.float64)
+    params = [x] + ([w] if w is not None else [])
+    got = torch.autograd.grad(out, params, up)
+    # the unfused route's gradient, by hand: each output's gradient to the message at its position
+    gx = torch.zeros(n, F, dtype=torch.float64)
+    gw = torch.zeros(E, dtype=torch.float64)
+    for d in range(n):
+        for f in range(F):
+            e = int(pos[d, f])
+            if e < E:
+                gx[ei[0, e], f] += up[d, f] * (1.0 if w is None else w[e].item())
+                gw[e] += up[d, f] * x[ei[0, e], f].item()
+    torch.testing.assert_close(got[0], gx, rtol=1e-12, atol=0)
+    if w is not None:
+        torch.testing.assert_close(got[1], gw, rtol=1e-12, atol=0, equal_nan=True)
+
+
 _THREADS_SCRIPT = """
 import sys, warnings, numpy as np
 if sys.argv[1] == "torch-first":
