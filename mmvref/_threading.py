@@ -27,7 +27,14 @@ imported:
   fork-safe and thread-safe. ``libtbb.so.12`` lies in ``<env>/lib``, which is
   not on the loader path of a venv, so it is preloaded here (``RTLD_GLOBAL``)
   and Numba's ``dlopen`` of its TBB pool resolves it by soname: no
-  ``LD_LIBRARY_PATH`` needed.
+  ``LD_LIBRARY_PATH`` needed. Fork-safe only if TBB can shut its pool down
+  before the fork, which it refuses while another thread that ran parallel
+  code is alive (it holds TBB's per-thread state until it exits; Numba then
+  prints "Unable to join threads to shut down before fork()" and the child
+  inherits a pool whose threads it does not have: most children work, some
+  hang). So an op on any thread but the one that launched the layer gives
+  that state back as it ends (``_release_tbb_thread``; about 20 us on the
+  next parallel op of that thread, measured on a 2-vCPU Zen 3).
 * **workqueue + lock** otherwise (Numba's order becomes tbb, workqueue, omp):
   Numba re-creates the workqueue pool in a forked child, but the layer aborts
   the process when two threads launch parallel regions at once, so the public
@@ -83,6 +90,10 @@ _gate = threading.Condition(_gate_lock)
 _active = 0
 _forking = False
 _waiting = 0  # ops waiting at the gate (exclusive mode): ``_leave`` wakes them
+#: tbb layer: the thread that launched it (Numba shuts TBB down for a fork only from that thread), and
+#: the function that gives TBB's per-thread state of the calling thread back (None: not tbb)
+_tbb_launcher = None
+_tbb_release = None
 _tls = threading.local()  # .depth: 1 inside a public op (a nested op passes straight through)
 #: how long a fork waits for the ops in flight before it goes ahead anyway
 FORK_WAIT_S = 300.0
@@ -200,6 +211,10 @@ def _launch_with_policy(launch):
         try:
             return launch()
         finally:
+            if par._is_initialized and par._threading_layer == "tbb":
+                # (two threads launching at once: both get here; the first to do so is taken, most
+                # likely the launching one; a wrong pick only costs the other one's releases)
+                _watch_tbb(threading.get_ident())
             if par._is_initialized and par._threading_layer == "omp":
                 _torch_omp = ours and config.THREADING_LAYER_PRIORITY[0] == "omp"
                 if before is not None:
@@ -247,6 +262,49 @@ def install():
                         after_in_child=_after_fork_in_child)
 
 
+#: oneTBB's exported functions behind ``task_scheduler_handle(tbb::attach{})`` and ``tbb::finalize``
+#: (``tbb/global_control.h``; the handle is one pointer), and finalize's mode that neither throws
+#: nor waits when other handles remain (Numba's own stays attached)
+_TBB_GET = "_ZN3tbb6detail2r13getERNS0_2d121task_scheduler_handleE"
+_TBB_FINALIZE = "_ZN3tbb6detail2r18finalizeERNS0_2d121task_scheduler_handleEl"
+_TBB_FINALIZE_NOTHROWING = 1
+
+
+def _watch_tbb(launcher):
+    """The tbb layer runs: ``launcher`` is the thread that launched it; the other threads give TBB's
+    per-thread state back after each op (``_release_tbb_thread``)."""
+    global _tbb_launcher, _tbb_release
+    if _tbb_launcher is None:
+        _tbb_launcher = launcher
+        _tbb_release = _release_tbb_thread()
+
+
+def _release_tbb_thread():
+    """A function that gives the calling thread's TBB state back (TBB's ``finalize`` on a handle of
+    its own: it ends the calling thread's external-thread state, outside any parallel region, and
+    leaves the pool to the handle Numba keeps), or None where the process's libtbb lacks the entry
+    points. While a thread that ran parallel code holds that state, TBB refuses to shut its pool
+    down for a fork (Numba's prepare-fork hook: "Unable to join threads to shut down before
+    fork()"), and the child inherits a pool without its threads. Measured on a 2-vCPU Zen 3 with
+    two busy processes beside it: 2 of 60 forks made while two other threads called ops gave a
+    child that never finished its ops; a full test run's fork-in-threads case once did too."""
+    name = _LIBTBB.get(sys.platform)
+    try:
+        lib = ctypes.CDLL(_libtbb or name)  # the copy Numba's pool runs on (loaded by soname)
+        get, finalize = getattr(lib, _TBB_GET), getattr(lib, _TBB_FINALIZE)
+    except (OSError, AttributeError, TypeError):
+        return None
+    get.argtypes, get.restype = [ctypes.c_void_p], None
+    finalize.argtypes, finalize.restype = [ctypes.c_void_p, ctypes.c_ssize_t], ctypes.c_bool
+
+    def release():
+        handle = ctypes.c_void_p()
+        get(ctypes.byref(handle))
+        finalize(ctypes.byref(handle), _TBB_FINALIZE_NOTHROWING)
+
+    return release
+
+
 def _before_fork():
     """Hold new ops back and wait for those in flight: TBB can only shut its pool
     down for the fork when no parallel region runs (else the child may hang), and
@@ -272,8 +330,10 @@ def _after_fork_in_child():
     _gate_lock = threading.Lock()
     _gate = threading.Condition(_gate_lock)
     _active, _forking, _waiting = (1 if getattr(_tls, "depth", 0) else 0), False, 0  # 1: forked from inside an op
-    global _forked, _child_one_thread
+    global _forked, _child_one_thread, _tbb_launcher
     _forked = True
+    if _tbb_launcher is not None:  # Numba's after-fork hook made this thread TBB's launching thread
+        _tbb_launcher = threading.get_ident()
     par = _parallel()
     if par._is_initialized and par._threading_layer == "omp":
         _child_one_thread = _rearm_omp_one_thread()
@@ -307,6 +367,8 @@ def _settle():
     global _mode
     par = _parallel()
     par._launch_threads()
+    if par._threading_layer == "tbb" and _tbb_launcher is None:  # launched before mmvref wrapped the launch
+        _watch_tbb(threading.main_thread().ident)  # (taken to be the main thread)
     mode = "exclusive" if par._threading_layer == "workqueue" else "shared"
     if _mode is None:
         _mode = mode
@@ -387,7 +449,9 @@ def guarded(fn):
     ops in flight. In a child forked after the omp layer started: one thread for
     the op whatever Numba's count (``hold_one_thread``), or a RuntimeError where
     Numba's omp library could not be re-armed. A public op may call another (it
-    passes straight through)."""
+    passes straight through). Under tbb, a thread other than the layer's launching one gives its
+    TBB state back as its op ends (``_release_tbb_thread``), so that a later fork can shut the
+    pool down."""
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
@@ -405,6 +469,8 @@ def guarded(fn):
             if threads:
                 _set_threads(threads)
             _tls.depth = 0
+            if _tbb_release is not None and threading.get_ident() != _tbb_launcher:
+                _tbb_release()  # before the gate opens: a fork waiting there finds the state given back
             _leave()
 
     return op

@@ -55,25 +55,9 @@ def _sum(csr, w, w2, heads, x, out) -> None:
         kernels.gspmm_sum_head_weights(csr.tasks(), csr.indptr, csr.col, csr.perm, w2, heads, x, out)
 
 
-def _one_thread_if_forked(method):
-    """The public ops' rule for a child forked under the omp layer (``_threading.hold_one_thread``):
-    the kernels of a forward or a backward run on one thread there."""
-
-    def run(*args):
-        threads = _threading.hold_one_thread() if _threading._child_one_thread else 0
-        try:
-            return method(*args)
-        finally:
-            if threads:
-                _threading._set_threads(threads)
-
-    run.__name__, run.__doc__ = method.__name__, method.__doc__
-    return run
-
-
 class _GSpmm(torch.autograd.Function):
     @staticmethod
-    @_one_thread_if_forked
+    @_threading.guarded  # the public ops' rules: the fork gate, workqueue's lock, one thread in an omp child
     def forward(ctx, graph: Graph, x: torch.Tensor, w, reduce: str, heads: int):
         f = graph.forward
         x2 = x.contiguous().view(x.shape[0], -1)
@@ -100,7 +84,7 @@ class _GSpmm(torch.autograd.Function):
         return out.view((f.n_rows,) + tuple(x.shape[1:]))
 
     @staticmethod
-    @_one_thread_if_forked
+    @_threading.guarded  # the public ops' rules: the fork gate, workqueue's lock, one thread in an omp child
     def backward(ctx, grad):
         graph, reduce, heads = ctx.graph, ctx.reduce, ctx.heads
         x2, wc, arg = ctx.saved_tensors
