@@ -30,7 +30,7 @@ from .harness import Skip
 __all__ = ["Case", "OPS", "op_names"]
 
 FULL_N = 100_000_000
-SWEEP_N = (100_000, 1_000_000, 10_000_000, 100_000_000)
+SWEEP_N = (1_000, 100_000, 1_000_000, 10_000_000, 100_000_000)  # 1e3: a call's own overhead
 QUICK_N = 10_000_000
 DENSITIES = (0.001, 0.01, 0.1)
 SWEEP_DENSITY = 0.01

@@ -90,6 +90,8 @@ def _chunks(n: int) -> np.ndarray:
     # before the last; a Dask worker running the ops at one Numba thread per task is that case)
     T = numba.get_num_threads()
     c = max(1, min(T * CHUNKS_PER_THREAD if T > 1 else 1, n // MIN_CHUNK))
+    if c == 1:  # (np.linspace costs 5-15 us: a tenth of a small scan's call)
+        return np.array([0, n], dtype=np.int64)
     return np.linspace(0, n, c + 1).astype(np.int64)
 
 
@@ -172,7 +174,8 @@ def _scan_1d(x, *, exclusive=False, dtype=None, overflow="raise", initial=0, int
     C = starts.size - 1
     if rdt.kind == "f":
         sums = np.zeros(C, dtype=rdt)
-        K.chunk_sums(xk, starts[:-1], sums[:-1])  # the last chunk's sum is not needed
+        if C > 1:  # the last chunk's sum is not needed (one chunk: none, and no parallel launch)
+            K.chunk_sums(xk, starts[:-1], sums[:-1])
         offs = np.zeros(C, dtype=rdt)
         acc = rdt.type(initial)
         for c in range(C):
@@ -188,7 +191,7 @@ def _scan_1d(x, *, exclusive=False, dtype=None, overflow="raise", initial=0, int
     # the seams): the scan could re-read a super-block's values from the cache the
     # reduction just filled (see _SCAN_SUPER for why one block is the default).
     nsb = -(-n // _SCAN_SUPER)
-    bounds = np.linspace(0, n, nsb + 1).astype(np.int64)
+    bounds = np.array([0, n], dtype=np.int64) if nsb == 1 else np.linspace(0, n, nsb + 1).astype(np.int64)
     carry = np.zeros(1, dtype=np.int64)  # the prefix before the super-block (int64 words wrap)
     carry[0] = wrap_int(initial, carry.dtype)
     sus_any = False
@@ -199,7 +202,8 @@ def _scan_1d(x, *, exclusive=False, dtype=None, overflow="raise", initial=0, int
         offs[0] = carry[0]
         # the sums of the chunks (the last one's only as the next super-block's carry)
         k = C if s < nsb - 1 else C - 1
-        K.chunk_sums(xk, starts[:k + 1], offs[1:k + 1])
+        if k:  # (one chunk: none to sum, and no parallel launch for nothing)
+            K.chunk_sums(xk, starts[:k + 1], offs[1:k + 1])
         np.cumsum(offs, out=offs)  # int64 words wrap; exactness is checked below
         carry[0] = offs[C]
         suspect = np.zeros(C, dtype=np.bool_)
