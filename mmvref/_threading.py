@@ -285,9 +285,10 @@ def _release_tbb_thread():
     leaves the pool to the handle Numba keeps), or None where the process's libtbb lacks the entry
     points. While a thread that ran parallel code holds that state, TBB refuses to shut its pool
     down for a fork (Numba's prepare-fork hook: "Unable to join threads to shut down before
-    fork()"), and the child inherits a pool without its threads. Measured on a 2-vCPU Zen 3 with
-    two busy processes beside it: 2 of 60 forks made while two other threads called ops gave a
-    child that never finished its ops; a full test run's fork-in-threads case once did too."""
+    fork()"), and the child inherits a pool without its threads. On a 2-vCPU Zen 3 with two busy
+    processes beside it, 2 of 60 runs of a scenario that forks twice while two other threads call
+    ops did not come back "ok"; in a full test run, a child of that scenario never finished its
+    ops (the test's 60 s limit: "hang")."""
     name = _LIBTBB.get(sys.platform)
     try:
         lib = ctypes.CDLL(_libtbb or name)  # the copy Numba's pool runs on (loaded by soname)
