@@ -352,6 +352,26 @@ def profile_step(trainer, adj, pyg=None):
     return ms
 
 
+#: the groups a fused aggregation replaces; the rest of a step (dense matmuls, other torch ops,
+#: Python) runs the same torch code with mmvref enabled or not
+REPLACEABLE = ("aggregation", "message building")
+
+
+def ceilings(stock_best_ms, enabled_ms, prof):
+    """What the enabled step could reach against stock's faster representation (Amdahl's bound,
+    issue 33's 3x / 5x targets): ``free_aggregation``, if the groups in ``REPLACEABLE`` took no
+    time; ``dense_only``, if everything but the dense matmuls took none. ``prof`` is one profiled
+    enabled step (``profile_step``): its shares scale the timed median ``enabled_ms``, so the
+    profiler's own overhead cancels."""
+    tot = prof["step (profiled)"]
+    rest = tot - sum(prof[g] for g in REPLACEABLE)
+    dense = prof["dense matmul"]
+    out = {"replaceable_share": 1.0 - rest / tot, "dense_share": dense / tot}
+    out["free_aggregation"] = stock_best_ms / (enabled_ms * rest / tot) if rest > 0 else float("inf")
+    out["dense_only"] = stock_best_ms / (enabled_ms * dense / tot) if dense > 0 else float("inf")
+    return out
+
+
 # ----------------------------------------------------------------------------- report
 
 def _fmt_ms(v):
@@ -401,8 +421,15 @@ def _targets(rows, compiles):
                     continue
                 best = min(rs, key=lambda r: r["mmvref"]["ms"])
                 v = best["vs_best"]
+                note = ""
+                c = best.get("ceiling")
+                if c is not None and v < t:
+                    bound = ("out of reach: " if c["free_aggregation"] < t else "") + (
+                        f"a free aggregation would give {c['free_aggregation']:.2f}x, the dense matmuls alone "
+                        f"{c['dense_only']:.2f}x")
+                    note = f" ({bound})"
                 lines.append(f"| >= {t:g}x stock's faster repr (mmvref's faster repr: {best['repr']}) | {model} | "
-                             f"{graph} | {v:.2f}x | {verdict(v >= t)} |")
+                             f"{graph} | {v:.2f}x | {verdict(v >= t)}{note} |")
     def some(rs, text, k=3):
         return "; ".join(text(r) for r in rs[:k]) + (f"; {len(rs) - k} more" if len(rs) > k else "")
 
@@ -432,6 +459,23 @@ def _targets(rows, compiles):
                      + (": widest " + some(wide, lambda r: f"{name(r)} {r['mmvref']['spread']:.2f} vs "
                                                           f"{r['stock']['spread']:.2f}") if wide else "") + " |")
     return "\n".join(lines)
+
+
+def _ceiling_table(rows):
+    """Per model and graph: the enabled step's shares (mmvref's faster representation) and the
+    ratios against stock's faster representation that ``ceilings`` allows."""
+    lines = ["| model | graph | mmvref's faster repr | vs stock's faster repr | aggregation + message building "
+             "share | dense matmul share | ceiling: free aggregation | ceiling: dense matmuls alone | target |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    target = {m: t for models, t in TARGETS for m in models}
+    for r in rows:
+        c = r.get("ceiling")
+        if c is None:
+            continue
+        lines.append(f"| {r['model']} | {r['graph']} | {r['repr']} | {r['vs_best']:.2f}x | "
+                     f"{100 * c['replaceable_share']:.0f}% | {100 * c['dense_share']:.0f}% | "
+                     f"{c['free_aggregation']:.2f}x | {c['dense_only']:.2f}x | {target.get(r['model'], 0):g}x |")
+    return "\n".join(lines) if len(lines) > 2 else ""
 
 
 def _compile_table(compiles):
@@ -537,6 +581,14 @@ def _run(torch, torch_geometric, pyg, quick, runs, threads, log):
                 for r in per_repr.values():
                     r["vs_same"] = r["stock"]["ms"] / r["mmvref"]["ms"]
                     r["vs_best"] = best_stock / r["mmvref"]["ms"]
+                fastest = min(per_repr.values(), key=lambda r: r["mmvref"]["ms"])
+                try:  # the bound the targets face: the profile of mmvref's faster representation
+                    p = profile_step(trainer, g[fastest["repr"]], pyg)
+                    fastest["ceiling"] = dict(ceilings(best_stock, fastest["mmvref"]["ms"], p), profile=p)
+                except Exception as exc:
+                    if pyg.is_enabled():
+                        pyg.disable()
+                    log(f"pyg: profile {model} {gname}: {type(exc).__name__}: {exc}")
             del trainer
             gc.collect()
         if gname != prof_graph[0]:
@@ -599,6 +651,15 @@ def _run(torch, torch_geometric, pyg, quick, runs, threads, log):
                 "\"outside torch ops\": the step's wall time less the ops' (Python, PyG's glue, code "
                 "that runs outside torch's op dispatch). Profiling adds overhead to every op.\n",
                 _profile_table(prof)]
+    ceiling = _ceiling_table(rows)
+    if ceiling:
+        out += ["\n### pyg: how far a faster aggregation can go (Amdahl's bound of each target)\n",
+                "One profiled enabled step per model and graph, on mmvref's faster representation (after a warm "
+                "one); its group shares scale the timed median. \"free aggregation\": stock's faster "
+                "representation's step over the enabled step less its aggregation and message building, "
+                "the ratio if those took no time at all; \"dense matmuls alone\": over the enabled step's "
+                "dense matmuls only (the same torch ops with mmvref enabled or not). A target above the first "
+                "is out of reach for any aggregation kernel on this machine.\n", ceiling]
     out += [f"\n### pyg: first enabled step with an empty Numba cache ({'quick: ' + PROFILE_MODEL + ' only' if quick else 'each model in its own child process'})\n",
             f"A child process (`NUMBA_CACHE_DIR` a new empty directory, torch at {threads} threads) runs two stock "
             "steps per representation (torch's and PyG's own first-call costs), imports `mmvref.pyg`, enables "
