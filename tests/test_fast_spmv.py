@@ -695,3 +695,31 @@ def test_rows_of_negative_zero_products_give_positive_zero(level, dtype):
             for y in (spmv(A, x), P @ x, P @ x):  # (the second product: the bound kernel)
                 np.testing.assert_array_equal(y, want)
                 assert not np.signbit(y).any()
+
+
+@pytest.mark.native_only  # the marker's typing: not target-dependent
+def test_the_gather_marker_is_typed_without_the_interpreter_and_pickles():
+    """Numba's dispatcher types a ``Gather`` argument from its ``_numba_type_`` (in C, no call of
+    ``typeof``): that type must be the one ``typeof`` gives, so a call finds the kernel compiled
+    for it, and each kind keeps its own type; the marker pickles to an equal kind."""
+    import pickle
+
+    from mmvref._fast.sparse import _avx2
+    from mmvref._fast.sparse._gather import Gather, GatherKind
+
+    for g in (K.GATHER, _avx2.GATHER):
+        assert g._numba_type_ == numba.typeof(g) == GatherKind(g.isa)
+        back = pickle.loads(pickle.dumps(g))
+        assert type(back) is Gather and back.isa == g.isa and back._numba_type_ == g._numba_type_
+    assert K.GATHER._numba_type_ != _avx2.GATHER._numba_type_
+
+    @numba.njit
+    def kind_of(g, v):
+        return v + 1
+
+    for g in (K.GATHER, _avx2.GATHER):
+        assert kind_of(g, 1) == 2
+    assert len(kind_of.signatures) == 2  # one per kind, and each later call dispatched to it
+    for g in (K.GATHER, _avx2.GATHER):
+        assert kind_of(g, 2) == 3
+    assert len(kind_of.signatures) == 2
