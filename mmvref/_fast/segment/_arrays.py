@@ -9,6 +9,7 @@ shape, and every float reduction, the N-d machinery of ``_nd``. ``ops`` (the pub
 """
 from __future__ import annotations
 
+import math
 import numpy as np
 
 from ..._dtypes import VALUE_DTYPES
@@ -89,8 +90,8 @@ def scan(x, *, axis=None, exclusive=False, dtype=None, overflow="raise", out=Non
     axis = norm_axis(axis, x.ndim)
     check_overflow(overflow)
     exclusive = check_bool(exclusive, "exclusive")
-    B = int(np.prod(x.shape[:axis], dtype=np.int64))
-    F = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
+    B = math.prod(x.shape[:axis])
+    F = math.prod(x.shape[axis + 1:])
     if B == 1 and F == 1:
         cdt, fin = result_dtypes(x, dtype, "scan")
         buf = out_buffer(out, x.shape, cdt, fin, x)  # the kernels write there when they can

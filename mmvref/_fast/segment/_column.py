@@ -88,6 +88,8 @@ def _simd(family, rdt, xk):
 def _chunks(n: int) -> np.ndarray:
     # one thread: one chunk (several would only cost the scans a reduction pass over the chunks
     # before the last; a Dask worker running the ops at one Numba thread per task is that case)
+    if n < 2 * MIN_CHUNK:  # one chunk for any thread count (asking Numba for it costs 1.6 us)
+        return np.array([0, n], dtype=np.int64)
     T = numba.get_num_threads()
     c = max(1, min(T * CHUNKS_PER_THREAD if T > 1 else 1, n // MIN_CHUNK))
     if c == 1:  # (np.linspace costs 5-15 us: a tenth of a small scan's call)
@@ -204,11 +206,13 @@ def _scan_1d(x, *, exclusive=False, dtype=None, overflow="raise", initial=0, int
         k = C if s < nsb - 1 else C - 1
         if k:  # (one chunk: none to sum, and no parallel launch for nothing)
             K.chunk_sums(xk, starts[:k + 1], offs[1:k + 1])
-        np.cumsum(offs, out=offs)  # int64 words wrap; exactness is checked below
+            np.cumsum(offs, out=offs)  # int64 words wrap; exactness is checked below
+        else:  # (no sums: every offset is the carry; np.cumsum of two words costs 2.5 us)
+            offs[1:] = offs[0]
         carry[0] = offs[C]
         suspect = np.zeros(C, dtype=np.bool_)
         kernels[C > 1](xk, out, starts, offs[:C], bool(exclusive), check, suspect)
-        sus_any = sus_any or bool(suspect.any())
+        sus_any = sus_any or bool(suspect[0] if C == 1 else suspect.any())
     if overflow == "raise":
         lim = _I32 if rdt == np.int32 else _I64
         if (rdt == np.int32 and sus_any) or (rdt == np.int64 and _int64_may_overflow(x)):
@@ -251,10 +255,11 @@ def _segmented_scan_1d(x, flags, *, exclusive=False, dtype=None, overflow="raise
         tails = np.zeros(C, dtype=rdt)
         K.segscan_float(xk, f, out, starts, ex, tails, has_flag, bad)
         _raise_bad_flags(bad, f, "flags")
-        carry = np.zeros(C, dtype=rdt)
-        for c in range(1, C):
-            carry[c] = tails[c - 1] if has_flag[c - 1] else rdt.type(carry[c - 1] + tails[c - 1])
-        K.fix_first_segment_float(f, out, starts, carry)
+        if C > 1:  # (one chunk: no carry to add, and no parallel launch for nothing: 20-30 us a call)
+            carry = np.zeros(C, dtype=rdt)
+            for c in range(1, C):
+                carry[c] = tails[c - 1] if has_flag[c - 1] else rdt.type(carry[c - 1] + tails[c - 1])
+            K.fix_first_segment_float(f, out, starts, carry)
         return like_input(out, src)
     tails = np.zeros(C, dtype=np.int64)
     suspect = np.zeros(C, dtype=np.bool_)
@@ -271,7 +276,8 @@ def _segmented_scan_1d(x, flags, *, exclusive=False, dtype=None, overflow="raise
         carry[c] = tails[c - 1] if has_flag[c - 1] else wrap_int(int(carry[c - 1]) + int(tails[c - 1]), carry.dtype)
     mins = np.zeros(C, dtype=np.int64)
     maxs = np.zeros(C, dtype=np.int64)
-    K.fix_first_segment_int(xk, f, out, starts, carry, ex, mins, maxs)
+    if C > 1:  # (chunk 0 has no carry: the kernel skips it, and one chunk needs no launch)
+        K.fix_first_segment_int(xk, f, out, starts, carry, ex, mins, maxs)
     if overflow == "raise":
         lim = _I32 if rdt == np.int32 else _I64
         if rdt == np.int32:
@@ -334,7 +340,10 @@ def _segmented_sum_1d(x, flags, *, dtype=None, overflow="raise", into=None):
         np.cumsum(counts[:-1], out=bases[1:])
         nseg = 1 + int(counts.sum())
         out = _segsum_out(into, nseg, rdt)
-        simd.gather_slots(scratch, starts, counts, bases, out)
+        if C > 1:
+            simd.gather_slots(scratch, starts, counts, bases, out)
+        else:  # one chunk: its slots move by a copy (a parallel launch costs 20-30 us here)
+            out[1:1 + counts[0]] = scratch[1:1 + counts[0]]
         del scratch
         heads_l, tails_l = [int(v) for v in heads], [int(v) for v in tails]
         return _segsum_join(x, xk, f, src, rdt, overflow, out, starts, counts, bases, nseg,

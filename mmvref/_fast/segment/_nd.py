@@ -28,6 +28,7 @@ wrap with ``overflow="wrap"``; float16 results are rounded from float32.
 """
 from __future__ import annotations
 
+import math
 import numba
 import numpy as np
 
@@ -60,8 +61,8 @@ _PRIVATE_BYTES = 1 << 27
 
 def as3d(x, axis):
     """(x as [B, E, F], B, E, F); a C-contiguous copy only when x is not already one."""
-    B = int(np.prod(x.shape[:axis], dtype=np.int64))
-    F = int(np.prod(x.shape[axis + 1:], dtype=np.int64))
+    B = math.prod(x.shape[:axis])
+    F = math.prod(x.shape[axis + 1:])
     return np.ascontiguousarray(x).reshape(B, x.shape[axis], F), B, x.shape[axis], F
 
 

@@ -72,6 +72,7 @@ Each returns a tensor, or ``(values, arg)`` with ``return_arg=True``.
 """
 from __future__ import annotations
 
+import math
 import functools
 from typing import Optional
 
@@ -226,8 +227,8 @@ def _route_arg(grad: Tensor, arg: Tensor, dim: int, E: int) -> Tensor:
         # torch.zeros writes every page first, which measured 8x this kernel
         out = np.zeros(shape, dtype=_TO_NP[grad.dtype])
         if out.size and grad.numel():  # else nothing to route (and no -1 a reshape could resolve)
-            B = int(np.prod(shape[:dim], dtype=np.int64))
-            F = int(np.prod(shape[dim + 1:], dtype=np.int64))
+            B = math.prod(shape[:dim])
+            F = math.prod(shape[dim + 1:])
             R.route_arg(grad.contiguous().numpy().reshape(B, grad.shape[dim], F),
                         arg.contiguous().numpy().reshape(B, grad.shape[dim], F), out.reshape(B, E, F))
         return torch.from_numpy(out)
