@@ -131,11 +131,13 @@ def test_poisson_above_the_threshold_takes_the_stencil_path(dims, N, dtype, monk
     assert A.nnz >= sparse_ops.STENCIL_MIN_NNZ
     x = np.random.default_rng(1).standard_normal(A.shape[1]).astype(dtype)
     calls = []
-    kernel = sparse_ops.KS.stencil_rows
-    monkeypatch.setattr(sparse_ops.KS, "stencil_rows", lambda *a: calls.append(1) or kernel(*a))
+    for name in ("stencil_rows", "prepared_stencil_rows"):
+        kernel = getattr(sparse_ops.KS, name)
+        monkeypatch.setattr(sparse_ops.KS, name, lambda *a, kernel=kernel, name=name: calls.append(name) or kernel(*a))
     s = _check(A, x)
     assert s is not None
-    assert len(calls) == 3  # spmv, the prepared matrix's first and bound products
+    # spmv's kernel; the prepared matrix's first and bound products
+    assert calls == ["stencil_rows", "prepared_stencil_rows", "prepared_stencil_rows"]
     want_off = {2: (-N, -1, 0, 1, N), 3: (-N * N, -N, -1, 0, 1, N, N * N)}[dims]
     assert s.off == want_off
     rows = _pattern_rows(A.indptr, A.indices, A.shape[1], want_off)
@@ -373,3 +375,139 @@ def test_no_stencil_below_the_share_and_for_integer_values():
         xf = rng.standard_normal(m)  # a float result: the stencil kernel, as spmv takes it
         np.testing.assert_array_equal(P @ xf, mmvref.spmv(B, xf))
         assert isinstance(P._stencil, sparse_ops.Stencil)
+
+
+# ----------------------------------------------------------------------------- constant coefficients
+
+def _prepared_coefficients(P, dtype):
+    """The values a prepared stencil matrix's products take for every stencil row (``StencilSpmv.coef``:
+    empty where they read each row's values)."""
+    runs = [run for _, run in P._spmv[2].values() if run.rdt == np.dtype(dtype)]
+    assert len(runs) == 1 and isinstance(runs[0], sparse_ops.StencilSpmv)
+    return runs[0].coef
+
+
+def _bits(values):
+    values = np.asarray(values)
+    return values.view(np.uint32 if values.dtype.itemsize == 4 else np.uint64)
+
+
+def _constant_rows_oracle(indptr, indices, data, n, off):
+    """Plain loops: the K values every row of the pattern holds, bit for bit, or None."""
+    held = None
+    for i in _pattern_rows(indptr, indices, n, off):
+        row = tuple(_bits(data[int(indptr[i]):int(indptr[i + 1])]).tolist())
+        if held is None:
+            held = row
+        elif row != held:
+            return None
+    return held
+
+
+def _other_nan(dtype):
+    """A quiet NaN whose bits differ from np.nan's."""
+    return np.array([0x7FC00001 if dtype == np.float32 else 0x7FF8000000000001],
+                    np.uint32 if dtype == np.float32 else np.uint64).view(dtype)[0]
+
+
+@st.composite
+def _constant_stencils(draw):
+    """A banded matrix of one pattern whose rows all hold the same values (0.0, -0.0, NaN and inf
+    among them), with, maybe, one value of one row changed to one that compares equal but has other
+    bits (0.0 <-> -0.0), to a NaN of other bits, to a value one ulp away, or to another value; and
+    maybe a few rows of another pattern (another length, other values)."""
+    m = draw(st.integers(2, 300))
+    n = m
+    K = draw(st.sampled_from((1, 3, 5, 7)))
+    base = sorted(draw(st.lists(st.integers(-10, 10), min_size=K, max_size=K, unique=True)))
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    pool = [0.0, -0.0, 1.0, -4.0, np.inf, np.nan, 0.1]
+    coef = np.array([draw(st.sampled_from(pool)) for _ in range(K)], dtype)
+    other = rng.random(m) < draw(st.sampled_from([0.0, 0.05]))
+    rows, vals = [], []
+    for i in range(m):
+        cols = [i + d for d in base if 0 <= i + d < n]
+        full = len(cols) == K and not other[i]
+        if other[i] and cols:
+            cols = cols[:-1]
+        rows.append(cols)
+        vals.append(coef.copy() if full else rng.standard_normal(len(cols)).astype(dtype))
+    indptr = np.zeros(m + 1, np.int64)
+    indptr[1:] = np.cumsum([len(c) for c in rows])
+    indices = np.array([c for r in rows for c in r], np.int64)
+    data = np.concatenate(vals).astype(dtype) if indices.size else np.zeros(0, dtype)
+    change = draw(st.sampled_from(["none", "signed zero", "nan bits", "ulp", "other"]))
+    if change != "none" and data.size:
+        q = int(rng.integers(data.size))
+        v = data[q]
+        if change == "signed zero":
+            data[q] = -v if v == 0 else v
+        elif change == "nan bits":
+            data[q] = _other_nan(dtype) if np.isnan(v) else v
+        elif change == "ulp":
+            data[q] = np.nextafter(v, dtype(np.inf)) if np.isfinite(v) else v
+        else:
+            data[q] = dtype(2.5)
+    x = rng.standard_normal(n).astype(dtype)
+    x[rng.random(n) < 0.1] = -0.0
+    return indptr, indices, data, (m, n), x
+
+
+@settings(max_examples=60, deadline=None)
+@given(mat=_constant_stencils(), blocks=st.sampled_from([None, 1, 3]), threads=st.sampled_from([1, 2]))
+def test_constant_coefficients_bit_for_bit(mat, blocks, threads):
+    """A prepared stencil matrix whose stencil rows all hold the same values (bit for bit) reads
+    them once: the same bits as spmv and the documented order; any row that differs, even by a
+    zero's sign or a NaN's payload, keeps the per-row values."""
+    indptr, indices, data, shape, x = mat
+    threads = min(threads, numba.config.NUMBA_NUM_THREADS)
+    old = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        with small_stencils(blocks):
+            A = sp.csr_array((data, indices, indptr), shape=shape)
+            s = sparse_ops.stencil_of(indptr, indices, shape[0], shape[1], indices.size)
+            if s is None:
+                event("CSR kernel")
+                return
+            want = _ordered_rows(indptr, indices, data, x)  # (inf and NaN values: bits, not _check's bound)
+            P = mmvref.prepare(A)
+            np.testing.assert_array_equal(mmvref.spmv(A, x), want)
+            np.testing.assert_array_equal(P @ x, want)
+            np.testing.assert_array_equal(P @ x, want)  # (the bound call)
+            held = _constant_rows_oracle(indptr, indices, data, shape[1], s.off)
+            coef = _prepared_coefficients(P, data.dtype)
+            event("constant" if held is not None else "per-row values")
+            if held is None:
+                assert coef.size == 0
+            else:
+                assert tuple(_bits(coef).tolist()) == held
+    finally:
+        numba.set_num_threads(old)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_constant_poisson_reads_its_values_once_until_update_values(dtype):
+    """The 2-D Poisson matrix (constant coefficients): the products take them once, give spmv's
+    bits, and update_values looks again (non-constant values, then constant ones again)."""
+    A = _poisson(190, 2, dtype)
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(A.shape[1]).astype(dtype)
+    P = mmvref.prepare(A)
+    y = P @ x
+    np.testing.assert_array_equal(y, mmvref.spmv(A, x))
+    np.testing.assert_array_equal(y, _ordered_rows(A.indptr, A.indices, A.data, x))
+    off = P._stencil.off
+    assert _bits(_prepared_coefficients(P, dtype)).tolist() == list(_constant_rows_oracle(
+        A.indptr, A.indices, A.data, A.shape[1], off))
+    assert sorted(_prepared_coefficients(P, dtype).tolist()) == [-1, -1, -1, -1, 4]
+    varied = A.data * (1 + rng.random(A.nnz)).astype(dtype)
+    P.update_values(varied)
+    assert not P._spmv[2]  # (the bound products dropped: the values are looked at on the next product)
+    np.testing.assert_array_equal(P @ x, _ordered_rows(A.indptr, A.indices, varied, x))
+    assert _prepared_coefficients(P, dtype).size == 0
+    P.update_values(3 * A.data)
+    np.testing.assert_array_equal(P @ x, _ordered_rows(A.indptr, A.indices, 3 * A.data, x))
+    assert sorted(_prepared_coefficients(P, dtype).tolist()) == [-3, -3, -3, -3, 12]
+    np.testing.assert_array_equal(P.rmatvec(x), mmvref.spmv(sp.csr_array(3 * A.T), x))

@@ -549,23 +549,52 @@ class StencilSpmv:
     """The float SpMV of a stencil matrix (``data`` in the result dtype) over row blocks for the
     current thread count: the interface of ``FloatSpmv`` (``bound``, ``entry``, ``__call__``) for
     ``spmv`` and ``PreparedMatrix``. The rows' bits do not depend on the blocks
-    (``_portable_stencil``)."""
+    (``_portable_stencil``).
 
-    __slots__ = ("indptr", "indices", "data", "stencil", "rdt", "blocks", "entry")
+    ``constant`` (a prepared matrix's): its first product also looks whether every stencil row
+    holds the same values, bit for bit (a finite-difference matrix of constant coefficients, as the
+    Poisson matrices); then the later products read those K values once (``coef``) instead of the
+    values of every row: the same products summed in the same order, so the same bits, with x the
+    only array a stencil row reads. The look reads the values a second time, from cache
+    (``_portable_stencil.stencil_rows``). ``spmv`` does not look: one product could not win it back."""
 
-    def __init__(self, indptr, indices, data, stencil):
+    __slots__ = ("indptr", "indices", "data", "stencil", "rdt", "blocks", "entry", "coef", "_look")
+
+    def __init__(self, indptr, indices, data, stencil, constant=False):
         self.indptr, self.indices, self.data, self.stencil = indptr, indices, data, stencil
         self.rdt = data.dtype
         self.blocks = _row_blocks(indptr.size - 1)
-        self.entry = KS.stencil_rows  # (its dispatcher: a product here is at least tens of microseconds)
+        # (its dispatcher: a product here is at least tens of microseconds)
+        self.entry = KS.prepared_stencil_rows if constant else KS.stencil_rows
+        self.coef = _NO_VALUES[self.rdt]  # (empty: the rows' values are read)
+        self._look = constant and stencil.runs.size > 0  # (the first product looks for constant values)
 
     def bound(self, xk, y):
         """y = A xk (xk: a contiguous vector of the result dtype, y: m elements)."""
         st = self.stencil
-        KS.stencil_rows(self.indptr, self.indices, self.data, xk, y, st.runs, self.blocks, st.off)
+        nobits = _NO_BITS[self.rdt]
+        if not self._look:
+            self.entry(self.indptr, self.indices, self.data, xk, y, st.runs, self.blocks, st.off, self.coef,
+                       nobits, nobits, _NO_MISS)
+            return
+        bits = self.data.view(nobits.dtype)
+        first = int(self.indptr[int(st.runs[0])])
+        K = len(st.off)
+        miss = np.zeros(self.blocks.size - 1, np.bool_)
+        self.entry(self.indptr, self.indices, self.data, xk, y, st.runs, self.blocks, st.off, self.coef,
+                   bits, bits[first:first + K].copy(), miss)
+        if not miss.any():
+            self.coef = self.data[first:first + K].copy()
+        self._look = False
 
     def __call__(self, xk, y, bind=False):
         self.bound(xk, y)
+
+
+#: ``StencilSpmv``'s arguments where its product reads every row's values and does not look at them
+_NO_VALUES = {np.dtype(t): np.empty(0, t) for t in (np.float32, np.float64)}
+_NO_BITS = {np.dtype(np.float32): np.empty(0, np.uint32), np.dtype(np.float64): np.empty(0, np.uint64)}
+_NO_MISS = np.empty(0, np.bool_)
 
 
 #: (kernel, kinds of its arguments) -> the compiled entry point: a prepared matrix's first product

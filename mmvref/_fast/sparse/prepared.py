@@ -58,6 +58,11 @@ class PreparedMatrix:
     the result's shape and dtype, written in place and returned. A float result of another dtype
     than the values (float32 values and a float64 x, integer values and a float x) uses the values
     converted once and kept (nnz elements), where ``spmv`` converts them on every call.
+
+    New values go through ``update_values``. Writing into the arrays given to ``prepare`` is not a
+    way to change the matrix: what a product derived from the values (their converted copy, a
+    stencil matrix's constant coefficients, ``ops.StencilSpmv``) is kept until ``update_values``,
+    so later products may use the old values.
     """
 
     def __init__(self, indptr, indices, data, shape, overflow="raise", stencil=_UNKNOWN, columns=None,
@@ -142,7 +147,7 @@ class PreparedMatrix:
         if self._stencil is _UNKNOWN:
             self._stencil = ops.stencil_of(self.indptr, self.indices, self.shape[0], self.shape[1], self.nnz)
         if self._stencil is not None:  # (as spmv decides: the same kernel, the same bits)
-            run = ops.StencilSpmv(self.indptr, self.indices, data, self._stencil)
+            run = ops.StencilSpmv(self.indptr, self.indices, data, self._stencil, constant=True)
         else:
             R, E = plan[1]
             run = ops.FloatSpmv(self.indptr, self.indices, data, R, E, plan_batches=True, columns=self._columns,
