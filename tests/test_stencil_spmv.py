@@ -512,3 +512,24 @@ def test_constant_poisson_reads_its_values_once_until_update_values(dtype):
     np.testing.assert_array_equal(P @ x, _ordered_rows(A.indptr, A.indices, 3 * A.data, x))
     assert sorted(_prepared_coefficients(P, dtype).tolist()) == [-3, -3, -3, -3, 12]
     np.testing.assert_array_equal(P.rmatvec(x), mmvref.spmv(sp.csr_array(3 * A.T), x))
+    # the values written into the array the matrix holds, then given to update_values: looked at again
+    held = P.data
+    held[P.indptr[500] + 1] = dtype(7)
+    P.update_values(held)
+    np.testing.assert_array_equal(P @ x, _ordered_rows(A.indptr, A.indices, held, x))
+    assert _prepared_coefficients(P, dtype).size == 0
+
+
+def test_constant_stencil_first_products_from_threads_at_once():
+    """Several threads making a new prepared matrix's first products at once (each may look for
+    constant values) all get the ordered sums, and the later products too."""
+    A = _poisson(190, 2, np.float64)
+    x = np.random.default_rng(9).standard_normal(A.shape[1])
+    want = _ordered_rows(A.indptr, A.indices, A.data, x)
+    for _ in range(3):
+        P = mmvref.prepare(A)
+        with concurrent.futures.ThreadPoolExecutor(4) as ex:
+            for y in ex.map(lambda _: P @ x, range(12)):
+                np.testing.assert_array_equal(y, want)
+        assert _prepared_coefficients(P, np.float64).size == 5
+        np.testing.assert_array_equal(P @ x, want)
