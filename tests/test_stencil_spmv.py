@@ -43,6 +43,18 @@ def small_stencils(blocks_per_thread=None):
         sparse_ops.STENCIL_MIN_NNZ, sparse_ops.CHUNKS_PER_THREAD = old
 
 
+@contextlib.contextmanager
+def threads_and_small_stencils(threads, blocks_per_thread=None):
+    """``small_stencils`` with Numba's thread count set to ``threads`` (at most the pool's) meanwhile."""
+    old = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        with small_stencils(blocks_per_thread):
+            yield
+    finally:
+        numba.set_num_threads(old)
+
+
 def _pattern_rows(indptr, indices, n, off):
     """Plain loop: rows whose entries are exactly columns i + off[0], i + off[1], ... in that order,
     each in [0, n)."""
@@ -230,32 +242,26 @@ def _perturbed_stencils(draw):
 @given(mat=_perturbed_stencils(), blocks=st.sampled_from([None, 1, 3, 7]), threads=st.sampled_from([1, 2]))
 def test_perturbed_stencils_bit_for_bit(mat, blocks, threads):
     indptr, indices, data, shape, x, base = mat
-    threads = min(threads, numba.config.NUMBA_NUM_THREADS)
-    old = numba.get_num_threads()
-    numba.set_num_threads(threads)
-    try:
-        with small_stencils(blocks):
-            A = sp.csr_array((data, indices, indptr), shape=shape)
-            s = _check(A, x)
-            event("stencil kernel" if s is not None else "CSR kernel")
-            m, n = shape
-            if s is not None:
-                assert s.off == _sampled_pattern(indptr, indices, m)
-                rows = _pattern_rows(indptr, indices, n, s.off)
-                got = [r for a, b in s.runs.reshape(-1, 2).tolist() for r in range(a, b)]
-                assert got == rows
-                assert len(rows) * len(s.off) >= sparse_ops.STENCIL_SHARE * indices.size
-            else:  # the rule's reasons, from plain loops: no pattern held by half the sampled rows,
-                # or the first one the sample takes breaks a limit
-                pattern = _sampled_pattern(indptr, indices, m)
-                if pattern is not None:
-                    rows = _pattern_rows(indptr, indices, n, pattern)
-                    held = len(rows) * len(pattern)
-                    assert ((len(pattern) in sparse_ops.STENCIL_GATHERED_TERMS and _target.target().has("avx512f"))
-                            or held < sparse_ops.STENCIL_SHARE * indices.size
-                            or indices.size - held > sparse_ops.STENCIL_OTHER_ROW * (m - len(rows)))
-    finally:
-        numba.set_num_threads(old)
+    with threads_and_small_stencils(threads, blocks):
+        A = sp.csr_array((data, indices, indptr), shape=shape)
+        s = _check(A, x)
+        event("stencil kernel" if s is not None else "CSR kernel")
+        m, n = shape
+        if s is not None:
+            assert s.off == _sampled_pattern(indptr, indices, m)
+            rows = _pattern_rows(indptr, indices, n, s.off)
+            got = [r for a, b in s.runs.reshape(-1, 2).tolist() for r in range(a, b)]
+            assert got == rows
+            assert len(rows) * len(s.off) >= sparse_ops.STENCIL_SHARE * indices.size
+        else:  # the rule's reasons, from plain loops: no pattern held by half the sampled rows,
+            # or the first one the sample takes breaks a limit
+            pattern = _sampled_pattern(indptr, indices, m)
+            if pattern is not None:
+                rows = _pattern_rows(indptr, indices, n, pattern)
+                held = len(rows) * len(pattern)
+                assert ((len(pattern) in sparse_ops.STENCIL_GATHERED_TERMS and _target.target().has("avx512f"))
+                        or held < sparse_ops.STENCIL_SHARE * indices.size
+                        or indices.size - held > sparse_ops.STENCIL_OTHER_ROW * (m - len(rows)))
 
 
 def test_unchanged_band_is_found():
@@ -461,31 +467,25 @@ def test_constant_coefficients_bit_for_bit(mat, blocks, threads):
     them once: the same bits as spmv and the documented order; any row that differs, even by a
     zero's sign or a NaN's payload, keeps the per-row values."""
     indptr, indices, data, shape, x = mat
-    threads = min(threads, numba.config.NUMBA_NUM_THREADS)
-    old = numba.get_num_threads()
-    numba.set_num_threads(threads)
-    try:
-        with small_stencils(blocks):
-            A = sp.csr_array((data, indices, indptr), shape=shape)
-            s = sparse_ops.stencil_of(indptr, indices, shape[0], shape[1], indices.size)
-            if s is None:
-                event("CSR kernel")
-                return
-            with np.errstate(invalid="ignore", over="ignore"):  # (inf * 0 and inf - inf: NaN, as the kernels give)
-                want = _ordered_rows(indptr, indices, data, x)  # (inf and NaN values: bits, not _check's bound)
-            P = mmvref.prepare(A)
-            np.testing.assert_array_equal(mmvref.spmv(A, x), want)
-            np.testing.assert_array_equal(P @ x, want)
-            np.testing.assert_array_equal(P @ x, want)  # (the bound call)
-            held = _constant_rows_oracle(indptr, indices, data, shape[1], s.off)
-            coef = _prepared_coefficients(P, data.dtype)
-            event("constant" if held is not None else "per-row values")
-            if held is None:
-                assert coef.size == 0
-            else:
-                assert tuple(_bits(coef).tolist()) == held
-    finally:
-        numba.set_num_threads(old)
+    with threads_and_small_stencils(threads, blocks):
+        A = sp.csr_array((data, indices, indptr), shape=shape)
+        s = sparse_ops.stencil_of(indptr, indices, shape[0], shape[1], indices.size)
+        if s is None:
+            event("CSR kernel")
+            return
+        with np.errstate(invalid="ignore", over="ignore"):  # (inf * 0 and inf - inf: NaN, as the kernels give)
+            want = _ordered_rows(indptr, indices, data, x)  # (inf and NaN values: bits, not _check's bound)
+        P = mmvref.prepare(A)
+        np.testing.assert_array_equal(mmvref.spmv(A, x), want)
+        np.testing.assert_array_equal(P @ x, want)
+        np.testing.assert_array_equal(P @ x, want)  # (the bound call)
+        held = _constant_rows_oracle(indptr, indices, data, shape[1], s.off)
+        coef = _prepared_coefficients(P, data.dtype)
+        event("constant" if held is not None else "per-row values")
+        if held is None:
+            assert coef.size == 0
+        else:
+            assert tuple(_bits(coef).tolist()) == held
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
